@@ -1,0 +1,95 @@
+//! The evaluation driver: a [`Subject`] answers items, the checker scores them.
+
+use std::time::Duration;
+
+use crate::checker::{check_item, CheckOptions};
+use crate::data::{BfclCall, BfclItem};
+use crate::error::EvalError;
+use crate::report::{EvalReport, ItemRecord};
+
+/// What a subject answered for one item.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubjectOutput {
+    /// The raw output text (kept in the per-item record).
+    pub text: String,
+    /// The calls decoded from the text; `None` when the text is not a call list at all
+    /// (BFCL's decoder failure), `Some(vec![])` for an explicit "no call".
+    pub calls: Option<Vec<BfclCall>>,
+    /// Wall time the subject spent on the item.
+    pub latency: Duration,
+}
+
+/// Errors a subject may report; they abort the run with the item named.
+pub type SubjectError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Anything that answers BFCL items: a planner, an OpenAI-compatible endpoint, a replay file.
+pub trait Subject {
+    /// The name shown in reports.
+    fn name(&self) -> String {
+        "subject".into()
+    }
+
+    /// Answers one item.
+    fn call(&mut self, item: &BfclItem) -> Result<SubjectOutput, SubjectError>;
+}
+
+/// Progress after each item.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Progress<'a> {
+    /// Items done so far (1-based after the first item).
+    pub done: usize,
+    pub total: usize,
+    /// Correct so far.
+    pub correct: usize,
+    /// The item just scored.
+    pub id: &'a str,
+    pub category: &'a str,
+    pub valid: bool,
+}
+
+/// The result of a run: one record per item and the report over them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvalRun {
+    pub records: Vec<ItemRecord>,
+    pub report: EvalReport,
+}
+
+/// Runs `subject` over `items` (any mix of categories) with BFCL's default checker settings.
+pub fn run_eval<S: Subject + ?Sized>(
+    subject: &mut S,
+    items: &[BfclItem],
+    progress: impl FnMut(&Progress<'_>),
+) -> Result<EvalRun, EvalError> {
+    run_eval_with(subject, items, &CheckOptions::default(), progress)
+}
+
+/// [`run_eval`] with checker options.
+pub fn run_eval_with<S: Subject + ?Sized>(
+    subject: &mut S,
+    items: &[BfclItem],
+    opts: &CheckOptions,
+    mut progress: impl FnMut(&Progress<'_>),
+) -> Result<EvalRun, EvalError> {
+    let mut records = Vec::with_capacity(items.len());
+    let mut correct = 0;
+    for (i, item) in items.iter().enumerate() {
+        let out = subject.call(item).map_err(|e| EvalError::Subject {
+            subject: subject.name(),
+            id: item.id.clone(),
+            message: e.to_string(),
+        })?;
+        let verdict = check_item(item, out.calls.as_deref(), opts);
+        correct += usize::from(verdict.valid);
+        progress(&Progress {
+            done: i + 1,
+            total: items.len(),
+            correct,
+            id: &item.id,
+            category: &item.category,
+            valid: verdict.valid,
+        });
+        records.push(ItemRecord::new(item, out.text, out.calls, &verdict, out.latency));
+    }
+    let report = EvalReport::from_records(&records);
+    Ok(EvalRun { records, report })
+}
