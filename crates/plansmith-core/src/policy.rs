@@ -1,0 +1,104 @@
+//! Decoding and validation policy: which values must be copied verbatim from the request.
+
+use serde::{Deserialize, Serialize};
+
+/// A parameter of a tool, addressed by a dotted path through nested objects
+/// (`target.label`); array items are addressed by the array's path.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ParamRef {
+    pub tool: String,
+    pub path: String,
+}
+
+/// Which string values must be a span of the request ("copy-fidelity").
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "rule", content = "params")]
+pub enum CopyRule {
+    /// No copy constraint.
+    None,
+    /// Every free string: a string-typed value with no `enum`, `const`, `pattern` or `format`.
+    FreeStrings,
+    /// Only the listed parameters.
+    Only(Vec<ParamRef>),
+}
+
+/// How a copied value must sit in the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum CopyUnit {
+    /// The value starts and ends on word boundaries of the request.
+    #[default]
+    Words,
+    /// Any substring of the request.
+    Chars,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Policy {
+    pub copy: CopyRule,
+    #[serde(default)]
+    pub copy_unit: CopyUnit,
+}
+
+impl Default for Policy {
+    /// No copy constraint: the right default for chat-model syntaxes.
+    fn default() -> Self {
+        Policy { copy: CopyRule::None, copy_unit: CopyUnit::Words }
+    }
+}
+
+impl Policy {
+    /// The plan-DSL default: every free string is copied, word-aligned.
+    pub fn copy_free_strings() -> Self {
+        Policy { copy: CopyRule::FreeStrings, copy_unit: CopyUnit::Words }
+    }
+
+    /// Whether the string parameter at `path` of `tool`, whose schema is `schema`,
+    /// must be copied from the request.
+    pub fn requires_copy(&self, tool: &str, path: &str, schema: &serde_json::Value) -> bool {
+        match &self.copy {
+            CopyRule::None => false,
+            CopyRule::FreeStrings => crate::schema::is_free_string(schema),
+            CopyRule::Only(params) => params.iter().any(|p| p.tool == tool && p.path == path),
+        }
+    }
+}
+
+/// Whether `value` occurs in `request` as allowed by `unit`.
+pub fn is_copied(value: &str, request: &str, unit: CopyUnit) -> bool {
+    if value.is_empty() {
+        return false;
+    }
+    match unit {
+        CopyUnit::Chars => request.contains(value),
+        CopyUnit::Words => request.match_indices(value).any(|(start, _)| {
+            let end = start + value.len();
+            let before_ok = request[..start].chars().next_back().is_none_or(|c| !is_word_char(c))
+                || !value.chars().next().is_some_and(is_word_char);
+            let after_ok = request[end..].chars().next().is_none_or(|c| !is_word_char(c))
+                || !value.chars().next_back().is_some_and(is_word_char);
+            before_ok && after_ok
+        }),
+    }
+}
+
+/// Word characters for word-aligned copying: letters, digits and `_`.
+pub fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn word_alignment() {
+        assert!(is_copied("4242", "refund order 4242 now", CopyUnit::Words));
+        assert!(!is_copied("424", "refund order 4242 now", CopyUnit::Words));
+        assert!(is_copied("424", "refund order 4242 now", CopyUnit::Chars));
+        assert!(!is_copied("4202", "refund order 4242 now", CopyUnit::Chars));
+        assert!(is_copied("Save draft", "click Save draft.", CopyUnit::Words));
+        assert!(is_copied("cmd+s", "press cmd+s", CopyUnit::Words));
+        assert!(!is_copied("", "x", CopyUnit::Chars));
+    }
+}
