@@ -173,9 +173,10 @@ mod tests {
 
     #[test]
     fn unknown_type_names_path() {
-        let err = to_json_schema(&json!({"type": "dict", "properties": {"h": {"type": "HashMap"}}}))
-            .unwrap_err()
-            .to_string();
+        let err =
+            to_json_schema(&json!({"type": "dict", "properties": {"h": {"type": "HashMap"}}}))
+                .unwrap_err()
+                .to_string();
         assert!(err.contains("$.properties.h.type"), "{err}");
         assert!(err.contains("HashMap"), "{err}");
     }

@@ -130,9 +130,9 @@ pub fn ast_check(
                 _ => malformed_input("simple item without a function doc or a gold call"),
             }
         }
-        CheckMode::NoCall | CheckMode::AnyCall => malformed_input(
-            "relevance modes are not AST modes; use check_item",
-        ),
+        CheckMode::NoCall | CheckMode::AnyCall => {
+            malformed_input("relevance modes are not AST modes; use check_item")
+        }
     }
 }
 
@@ -199,10 +199,7 @@ pub fn parallel_no_order(
                 found = true;
                 break;
             }
-            errors.push(format!(
-                "Model Result Index {index}: {}",
-                r.reason()
-            ));
+            errors.push(format!("Model Result Index {index}: {}", r.reason()));
         }
         if !found {
             let considered: Vec<usize> = (0..calls.len()).filter(|&k| !matched[k]).collect();
@@ -549,7 +546,9 @@ fn dict_checker(param: &str, value: &Value, possible: &[Value]) -> Verdict {
         let mut flag = true;
         for (key, v) in model {
             if !py_contains(answer, &Value::String(key.clone())) {
-                result.error.push(format!("Unexpected dict key parameter: '{key}'."));
+                result
+                    .error
+                    .push(format!("Unexpected dict key parameter: '{key}'."));
                 result.error_type = Some("value_error:dict_key".into());
                 flag = false;
                 break;
@@ -573,8 +572,11 @@ fn dict_checker(param: &str, value: &Value, possible: &[Value]) -> Verdict {
         }
         if let Value::Object(m) = answer {
             for (key, accepted) in m {
-                if !model.contains_key(key) && !py_contains(accepted, &Value::String(String::new())) {
-                    result.error.push(format!("Missing dict key parameter: '{key}'."));
+                if !model.contains_key(key) && !py_contains(accepted, &Value::String(String::new()))
+                {
+                    result
+                        .error
+                        .push(format!("Missing dict key parameter: '{key}'."));
                     result.error_type = Some("value_error:dict_key".into());
                     flag = false;
                     break;
@@ -665,7 +667,8 @@ pub fn simple_function_check(
     }
 
     for (param, value) in model_params {
-        let (Some(details), Some(accepted)) = (param_details.get(param), possible.get(param)) else {
+        let (Some(details), Some(accepted)) = (param_details.get(param), possible.get(param))
+        else {
             return Verdict::fail(
                 "simple_function_checker:unexpected_param",
                 format!("Unexpected parameter: {param:?}."),
@@ -726,7 +729,11 @@ pub fn simple_function_check(
                 }
                 continue;
             } else if expected == PyType::List && nested == Some(PyType::Dict) {
-                let r = list_dict_checker(param, value.as_array().map_or(&[][..], Vec::as_slice), &accepted);
+                let r = list_dict_checker(
+                    param,
+                    value.as_array().map_or(&[][..], Vec::as_slice),
+                    &accepted,
+                );
                 if !r.valid {
                     return r;
                 }
@@ -738,7 +745,11 @@ pub fn simple_function_check(
                 }
                 continue;
             } else if expected == PyType::List {
-                let r = list_checker(param, value.as_array().map_or(&[][..], Vec::as_slice), &accepted);
+                let r = list_checker(
+                    param,
+                    value.as_array().map_or(&[][..], Vec::as_slice),
+                    &accepted,
+                );
                 if !r.valid {
                     return r;
                 }
@@ -759,7 +770,8 @@ pub fn simple_function_check(
     }
 
     for (param, accepted) in possible {
-        if !model_params.contains_key(param) && !py_contains(accepted, &Value::String(String::new()))
+        if !model_params.contains_key(param)
+            && !py_contains(accepted, &Value::String(String::new()))
         {
             return Verdict::fail(
                 "simple_function_checker:missing_optional",
@@ -798,7 +810,12 @@ mod tests {
     }
 
     fn check(args: Value) -> Verdict {
-        simple_function_check(&doc(), &call("math.area", args), &gold(), &CheckOptions::default())
+        simple_function_check(
+            &doc(),
+            &call("math.area", args),
+            &gold(),
+            &CheckOptions::default(),
+        )
     }
 
     #[test]
@@ -807,7 +824,10 @@ mod tests {
         assert!(py_eq(&json!(true), &json!(1)));
         assert!(py_eq(&json!([1, "a"]), &json!([1.0, "a"])));
         assert!(!py_eq(&json!("1"), &json!(1)));
-        assert!(py_eq(&json!({"a": 1, "b": [2]}), &json!({"b": [2.0], "a": true})));
+        assert!(py_eq(
+            &json!({"a": 1, "b": [2]}),
+            &json!({"b": [2.0], "a": true})
+        ));
         assert!(!py_eq(&json!(null), &json!(0)));
     }
 
@@ -825,7 +845,9 @@ mod tests {
         // int for float accepted, float for int refused, bool is not int
         assert!(check(json!({"base": 10, "height": 2})).valid);
         assert_eq!(
-            check(json!({"base": 10.0, "height": 5})).error_type.as_deref(),
+            check(json!({"base": 10.0, "height": 5}))
+                .error_type
+                .as_deref(),
             Some("type_error:simple")
         );
         assert!(!check(json!({"base": true, "height": 5})).valid);
@@ -839,7 +861,9 @@ mod tests {
             Some("simple_function_checker:missing_required")
         );
         assert_eq!(
-            check(json!({"base": 10, "height": 5, "x": 1})).error_type.as_deref(),
+            check(json!({"base": 10, "height": 5, "x": 1}))
+                .error_type
+                .as_deref(),
             Some("simple_function_checker:unexpected_param")
         );
         // string normalisation
@@ -848,7 +872,10 @@ mod tests {
         // lists: order-sensitive, strings standardised
         assert!(check(json!({"base": 10, "height": 5, "tags": ["AB", "c"]})).valid);
         assert!(!check(json!({"base": 10, "height": 5, "tags": ["c", "ab"]})).valid);
-        assert!(check(json!({"base": 10, "height": 5, "tags": []})).valid, "\"\" accepts []");
+        assert!(
+            check(json!({"base": 10, "height": 5, "tags": []})).valid,
+            "\"\" accepts []"
+        );
         // dicts: optional keys, unexpected keys
         assert!(check(json!({"base": 10, "height": 5, "opts": {"k": "V"}})).valid);
         assert!(!check(json!({"base": 10, "height": 5, "opts": {"k": "v", "q": 1}})).valid);
@@ -863,7 +890,10 @@ mod tests {
             &gold(),
             &CheckOptions::default(),
         );
-        assert_eq!(v.error_type.as_deref(), Some("simple_function_checker:wrong_func_name"));
+        assert_eq!(
+            v.error_type.as_deref(),
+            Some("simple_function_checker:wrong_func_name")
+        );
         let v = simple_function_check(
             &doc(),
             &call("math_area", json!({"base": 10, "height": 5})),
@@ -892,7 +922,9 @@ mod tests {
         let calls = vec![call("f", json!({"x": 2})), call("f", json!({"x": 1}))];
         assert!(parallel_no_order(&docs, &calls, &gold, &o).valid);
         assert_eq!(
-            parallel_no_order(&docs, &calls[..1], &gold, &o).error_type.as_deref(),
+            parallel_no_order(&docs, &calls[..1], &gold, &o)
+                .error_type
+                .as_deref(),
             Some("parallel_function_checker_no_order:wrong_count")
         );
     }

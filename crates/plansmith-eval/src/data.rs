@@ -329,7 +329,10 @@ pub fn load_category(dir: &Path, category: &str) -> Result<Vec<BfclItem>, EvalEr
             .ground_truth
             .iter()
             .enumerate()
-            .map(|(i, g)| parse_gold(g).map_err(|m| malformed(&apath, line, format!("ground_truth[{i}]: {m}"))))
+            .map(|(i, g)| {
+                parse_gold(g)
+                    .map_err(|m| malformed(&apath, line, format!("ground_truth[{i}]: {m}")))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         Ok((raw.id, gold))
     })?;
@@ -358,8 +361,13 @@ pub fn load_category(dir: &Path, category: &str) -> Result<Vec<BfclItem>, EvalEr
             });
         };
         let mode = CheckMode::for_category(category, gold.len(), r.function.len());
-        validate_ast_item(&r.function, &gold, mode)
-            .map_err(|m| malformed(&path, line, format!("id {:?}: {m} (answer line {aline})", r.id)))?;
+        validate_ast_item(&r.function, &gold, mode).map_err(|m| {
+            malformed(
+                &path,
+                line,
+                format!("id {:?}: {m} (answer line {aline})", r.id),
+            )
+        })?;
         items.push(BfclItem {
             id: r.id,
             category: category.to_string(),
@@ -373,7 +381,10 @@ pub fn load_category(dir: &Path, category: &str) -> Result<Vec<BfclItem>, EvalEr
         return Err(malformed(
             &apath,
             line,
-            format!("possible answer for id {id:?} has no item in {}", path.display()),
+            format!(
+                "possible answer for id {id:?} has no item in {}",
+                path.display()
+            ),
         ));
     }
     Ok(items)
@@ -390,18 +401,30 @@ pub fn load_categories(dir: &Path, categories: &[&str]) -> Result<Vec<BfclItem>,
 
 fn parse_gold(g: &Value) -> Result<GoldCall, String> {
     let Value::Object(m) = g else {
-        return Err(format!("expected {{function_name: {{param: [accepted...]}}}}, got {}", kind(g)));
+        return Err(format!(
+            "expected {{function_name: {{param: [accepted...]}}}}, got {}",
+            kind(g)
+        ));
     };
     if m.len() != 1 {
-        return Err(format!("expected exactly one function name, got {} keys", m.len()));
+        return Err(format!(
+            "expected exactly one function name, got {} keys",
+            m.len()
+        ));
     }
     let (name, params) = m.iter().next().expect("one key");
     let Value::Object(params) = params else {
-        return Err(format!("{name}: expected an object of parameters, got {}", kind(params)));
+        return Err(format!(
+            "{name}: expected an object of parameters, got {}",
+            kind(params)
+        ));
     };
     for (p, accepted) in params {
         if !accepted.is_array() {
-            return Err(format!("{name}.{p}: expected a list of accepted values, got {}", kind(accepted)));
+            return Err(format!(
+                "{name}.{p}: expected a list of accepted values, got {}",
+                kind(accepted)
+            ));
         }
     }
     Ok(GoldCall {
@@ -412,7 +435,11 @@ fn parse_gold(g: &Value) -> Result<GoldCall, String> {
 
 /// Checks that the function docs and gold calls have what BFCL's checker reads (where the
 /// Python checker would crash, we refuse at load time instead).
-fn validate_ast_item(functions: &[Value], gold: &[GoldCall], mode: CheckMode) -> Result<(), String> {
+fn validate_ast_item(
+    functions: &[Value],
+    gold: &[GoldCall],
+    mode: CheckMode,
+) -> Result<(), String> {
     if gold.is_empty() {
         return Err("ground_truth is empty".into());
     }
@@ -452,7 +479,9 @@ fn validate_doc(f: &Value) -> Result<(), String> {
         .and_then(Value::as_array)
         .ok_or_else(|| format!("{name}: missing list parameters.required"))?;
     if let Some(r) = required.iter().find(|r| !r.is_string()) {
-        return Err(format!("{name}: parameters.required holds a non-string {r}"));
+        return Err(format!(
+            "{name}: parameters.required holds a non-string {r}"
+        ));
     }
     for (p, spec) in props {
         let ty = spec
@@ -460,7 +489,9 @@ fn validate_doc(f: &Value) -> Result<(), String> {
             .and_then(Value::as_str)
             .ok_or_else(|| format!("{name}.{p}: missing string \"type\""))?;
         if python_type_for(ty).is_none() {
-            return Err(format!("{name}.{p}: type {ty:?} is not one of BFCL's Python types"));
+            return Err(format!(
+                "{name}.{p}: type {ty:?} is not one of BFCL's Python types"
+            ));
         }
         if ty == "array" || ty == "tuple" {
             let ity = spec
@@ -469,7 +500,9 @@ fn validate_doc(f: &Value) -> Result<(), String> {
                 .and_then(Value::as_str)
                 .ok_or_else(|| format!("{name}.{p}: {ty} without items.type"))?;
             if python_type_for(ity).is_none() {
-                return Err(format!("{name}.{p}: items type {ity:?} is not one of BFCL's Python types"));
+                return Err(format!(
+                    "{name}.{p}: items type {ity:?} is not one of BFCL's Python types"
+                ));
             }
         }
     }

@@ -88,7 +88,13 @@ pub fn run_eval_with<S: Subject + ?Sized>(
             category: &item.category,
             valid: verdict.valid,
         });
-        records.push(ItemRecord::new(item, out.text, out.calls, &verdict, out.latency));
+        records.push(ItemRecord::new(
+            item,
+            out.text,
+            out.calls,
+            &verdict,
+            out.latency,
+        ));
     }
     let report = EvalReport::from_records(&records);
     Ok(EvalRun { records, report })

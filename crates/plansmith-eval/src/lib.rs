@@ -20,11 +20,13 @@ pub mod report;
 
 pub use checker::{check_item, standardize_string, CheckOptions, Verdict};
 pub use data::{
-    available_categories, bfcl_dir, load_categories, load_category, BfclCall, BfclItem,
-    CheckMode, Expected, GoldCall, Message, NON_LIVE_AST_CATEGORIES,
+    available_categories, bfcl_dir, load_categories, load_category, BfclCall, BfclItem, CheckMode,
+    Expected, GoldCall, Message, NON_LIVE_AST_CATEGORIES,
 };
 pub use error::EvalError;
-pub use harness::{run_eval, run_eval_with, EvalRun, Progress, Subject, SubjectError, SubjectOutput};
+pub use harness::{
+    run_eval, run_eval_with, EvalRun, Progress, Subject, SubjectError, SubjectOutput,
+};
 pub use report::{
     score_category, score_category_with, Anchor, CategoryScore, EvalReport, ItemRecord,
     LatencySummary, PUBLISHED_ANCHORS,

@@ -43,8 +43,11 @@ pub const ANCHOR_LLAMA_3_2_1B: Anchor = Anchor {
 };
 
 /// The published anchors, best first.
-pub const PUBLISHED_ANCHORS: [Anchor; 3] =
-    [ANCHOR_QWEN3_0_6B, ANCHOR_HAMMER2_1_0_5B, ANCHOR_LLAMA_3_2_1B];
+pub const PUBLISHED_ANCHORS: [Anchor; 3] = [
+    ANCHOR_QWEN3_0_6B,
+    ANCHOR_HAMMER2_1_0_5B,
+    ANCHOR_LLAMA_3_2_1B,
+];
 
 /// Score of one category.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

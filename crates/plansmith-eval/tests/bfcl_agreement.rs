@@ -117,7 +117,10 @@ fn base_calls(item: &BfclItem, pick: Pick) -> Vec<BfclCall> {
                     Pick::Minimal => non_empty.first(),
                 };
                 if let Some(v) = chosen {
-                    args.insert(p.clone(), model_value(v, param_type(doc, p).as_deref(), pick));
+                    args.insert(
+                        p.clone(),
+                        model_value(v, param_type(doc, p).as_deref(), pick),
+                    );
                 }
             }
             BfclCall::new(g.name.clone(), args)
@@ -245,7 +248,11 @@ fn build_cases(items: &[BfclItem]) -> Vec<Case> {
                 push("no_call", Some(vec![]), def);
                 if let Some(f) = item.functions.first() {
                     let name = f["name"].as_str().unwrap_or("f").to_string();
-                    push("some_call", Some(vec![BfclCall::new(name, Map::new())]), def);
+                    push(
+                        "some_call",
+                        Some(vec![BfclCall::new(name, Map::new())]),
+                        def,
+                    );
                 }
                 continue;
             }
@@ -255,13 +262,31 @@ fn build_cases(items: &[BfclItem]) -> Vec<Case> {
         let s = |k: &str| seed(&item.id, k);
         push("correct_first", Some(base.clone()), def);
         push("correct_last", Some(base_calls(item, Pick::Last)), def);
-        push("correct_minimal", Some(base_calls(item, Pick::Minimal)), def);
+        push(
+            "correct_minimal",
+            Some(base_calls(item, Pick::Minimal)),
+            def,
+        );
         push("no_call", Some(vec![]), def);
-        push("wrong_value", mutate_arg(item, &base, s("wv"), any_arg, wrong_value), def);
-        push("wrong_type", mutate_arg(item, &base, s("wt"), any_arg, wrong_type), def);
+        push(
+            "wrong_value",
+            mutate_arg(item, &base, s("wv"), any_arg, wrong_value),
+            def,
+        );
+        push(
+            "wrong_type",
+            mutate_arg(item, &base, s("wt"), any_arg, wrong_type),
+            def,
+        );
         push(
             "null_value",
-            mutate_arg(item, &base, s("nv"), |_, _, v| !v.is_null(), |_| Some(Value::Null)),
+            mutate_arg(
+                item,
+                &base,
+                s("nv"),
+                |_, _, v| !v.is_null(),
+                |_| Some(Value::Null),
+            ),
             def,
         );
         push(
@@ -339,7 +364,13 @@ fn build_cases(items: &[BfclItem]) -> Vec<Case> {
                     Some(Value::Array(
                         v.as_array()?
                             .iter()
-                            .map(|e| if e.is_string() { json!(7) } else { Value::String(e.to_string()) })
+                            .map(|e| {
+                                if e.is_string() {
+                                    json!(7)
+                                } else {
+                                    Value::String(e.to_string())
+                                }
+                            })
                             .collect(),
                     ))
                 },
@@ -352,10 +383,16 @@ fn build_cases(items: &[BfclItem]) -> Vec<Case> {
                 item,
                 &base,
                 s("lf"),
-                |_, _, v| v.as_array().is_some_and(|a| !a.is_empty() && a.iter().all(Value::is_i64)),
+                |_, _, v| {
+                    v.as_array()
+                        .is_some_and(|a| !a.is_empty() && a.iter().all(Value::is_i64))
+                },
                 |v| {
                     Some(Value::Array(
-                        v.as_array()?.iter().map(|e| json!(e.as_i64().unwrap_or(0) as f64)).collect(),
+                        v.as_array()?
+                            .iter()
+                            .map(|e| json!(e.as_i64().unwrap_or(0) as f64))
+                            .collect(),
                     ))
                 },
             ),
@@ -398,7 +435,10 @@ fn build_cases(items: &[BfclItem]) -> Vec<Case> {
                 item,
                 &base,
                 s("dc"),
-                |_, _, v| v.as_object().is_some_and(|m| m.values().any(Value::is_string)),
+                |_, _, v| {
+                    v.as_object()
+                        .is_some_and(|m| m.values().any(Value::is_string))
+                },
                 |v| {
                     let mut m = v.as_object()?.clone();
                     let k = m.iter().find(|(_, x)| x.is_string())?.0.clone();
@@ -415,7 +455,10 @@ fn build_cases(items: &[BfclItem]) -> Vec<Case> {
                 item,
                 &base,
                 s("ld"),
-                |_, _, v| v.as_array().is_some_and(|a| a.first().is_some_and(Value::is_object)),
+                |_, _, v| {
+                    v.as_array()
+                        .is_some_and(|a| a.first().is_some_and(Value::is_object))
+                },
                 |v| {
                     let mut a = v.as_array()?.clone();
                     a[0] = wrong_value(&a[0])?;
@@ -430,14 +473,23 @@ fn build_cases(items: &[BfclItem]) -> Vec<Case> {
                 item,
                 &base,
                 s("qs"),
-                |_, _, v| v.as_str().is_some_and(|s| s.contains('"') || s.contains('\'')),
+                |_, _, v| {
+                    v.as_str()
+                        .is_some_and(|s| s.contains('"') || s.contains('\''))
+                },
                 |v| Some(Value::String(v.as_str()?.replace('"', "'"))),
             ),
             def,
         );
         push(
             "empty_string",
-            mutate_arg(item, &base, s("es"), |_, t, _| t == Some("string"), |_| Some(json!(""))),
+            mutate_arg(
+                item,
+                &base,
+                s("es"),
+                |_, t, _| t == Some("string"),
+                |_| Some(json!("")),
+            ),
             def,
         );
 
@@ -532,7 +584,9 @@ fn agrees_with_bfcl_ast_checker() {
     let pkg = assets.join("bfcl-eval");
     assert!(
         bfcl.join("BFCL_v4_simple_python.json").is_file()
-            && pkg.join("bfcl_eval/eval_checker/ast_eval/ast_checker.py").is_file(),
+            && pkg
+                .join("bfcl_eval/eval_checker/ast_eval/ast_checker.py")
+                .is_file(),
         "BFCL assets missing under {}: run scripts/assets.sh",
         assets.display()
     );
@@ -632,7 +686,10 @@ fn agrees_with_bfcl_ast_checker() {
     }
 
     println!("BFCL agreement: {} outputs", cases.len());
-    println!("{:<28} {:>6} {:>6} {:>8}", "category", "n", "valid", "invalid");
+    println!(
+        "{:<28} {:>6} {:>6} {:>8}",
+        "category", "n", "valid", "invalid"
+    );
     for (k, (n, v, i)) in &by_cat {
         println!("{k:<28} {n:>6} {v:>6} {i:>8}");
     }
@@ -650,18 +707,31 @@ fn agrees_with_bfcl_ast_checker() {
         verdict_mismatch.is_empty(),
         "{} verdicts differ from BFCL's:\n{}",
         verdict_mismatch.len(),
-        verdict_mismatch.iter().take(30).cloned().collect::<Vec<_>>().join("\n")
+        verdict_mismatch
+            .iter()
+            .take(30)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
     );
     assert!(
         type_mismatch.is_empty(),
         "{} error types differ from BFCL's:\n{}",
         type_mismatch.len(),
-        type_mismatch.iter().take(30).cloned().collect::<Vec<_>>().join("\n")
+        type_mismatch
+            .iter()
+            .take(30)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
     );
     assert!(cases.len() >= 300, "only {} outputs", cases.len());
     for c in REQUIRED.iter().chain(&["irrelevance"]) {
         let (n, v, i) = by_cat.get(*c).copied().unwrap_or_default();
-        assert!(n >= 100 && v > 0 && i > 0, "{c}: n {n}, valid {v}, invalid {i}");
+        assert!(
+            n >= 100 && v > 0 && i > 0,
+            "{c}: n {n}, valid {v}, invalid {i}"
+        );
     }
     for k in [
         "correct_first",
@@ -680,4 +750,3 @@ fn agrees_with_bfcl_ast_checker() {
         assert!(by_kind.get(k).is_some_and(|e| e.0 > 0), "no {k} cases");
     }
 }
-
