@@ -1,1 +1,55 @@
-fn main(){}
+//! `plansmith`: the one binary. Each subcommand lives in `cmd/`; this file only parses
+//! arguments and turns errors into `error: ...` with exit code 2.
+
+mod cmd;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "plansmith",
+    version,
+    about = "Small, local, verified tool-call planners",
+    long_about = "plansmith turns a request plus a tool catalog (JSON Schemas) into validated tool calls.\n\n\
+        Catalogs may be OpenAI `tools`, an MCP `tools/list` result, Anthropic tools, BFCL function\n\
+        lists or xLAM tool lists; the format is detected.",
+    after_help = "Examples:\n  plansmith catalog check examples/pace/tools.json\n  \
+        plansmith validate --tools examples/pace/tools.json --request 'open safari' \\\n      'open(target.type=app; target.label=safari)'"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Inspect and check tool catalogs.
+    #[command(subcommand)]
+    Catalog(cmd::catalog::CatalogCommand),
+    /// Check a plan against a catalog: exit 0 if valid, 1 with the list of violations if not.
+    Validate(cmd::validate::ValidateArgs),
+}
+
+/// Exit codes: 0 success, 1 "checked and found wanting" (e.g. an invalid plan), 2 bad input.
+pub enum Outcome {
+    Ok,
+    Failed,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Catalog(c) => cmd::catalog::run(c),
+        Command::Validate(a) => cmd::validate::run(a),
+    };
+    match result {
+        Ok(Outcome::Ok) => ExitCode::SUCCESS,
+        Ok(Outcome::Failed) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

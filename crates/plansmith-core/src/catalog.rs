@@ -69,7 +69,7 @@ impl CatalogFormat {
 
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogError {
-    #[error("cannot read catalog {path}: {source}")]
+    #[error("cannot read catalog {path}")]
     Io { path: String, source: std::io::Error },
     #[error("catalog is not valid JSON: {0}")]
     Json(#[from] serde_json::Error),
@@ -335,8 +335,8 @@ fn detect_parameters_format(parameters: Option<&Value>) -> CatalogFormat {
             if p.get("type").and_then(Value::as_str) == Some("dict") {
                 CatalogFormat::Bfcl
             } else if !p.is_empty()
-                && !p.contains_key("type")
-                && !p.contains_key("properties")
+                && !p.get("type").is_some_and(Value::is_string)
+                && !p.get("properties").is_some_and(|v| v.get("type").is_none())
                 && p.values().all(|v| v.get("type").is_some_and(Value::is_string))
             {
                 CatalogFormat::Xlam

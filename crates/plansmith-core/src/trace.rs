@@ -40,7 +40,7 @@ impl Trace {
 
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
-    #[error("cannot access {path}: {source}")]
+    #[error("cannot access {path}")]
     Io { path: PathBuf, source: std::io::Error },
     #[error("{path}:{line}: {message}")]
     Line { path: PathBuf, line: usize, message: String },
