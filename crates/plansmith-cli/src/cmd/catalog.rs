@@ -1,6 +1,5 @@
 use std::path::PathBuf;
 
-use anyhow::Context;
 use clap::Subcommand;
 use plansmith_core::Catalog;
 use serde_json::json;
