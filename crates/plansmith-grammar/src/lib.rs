@@ -1,1 +1,27 @@
-//! placeholder
+//! plansmith-grammar: catalog -> llguidance grammar -> token masks, with a grammar cache.
+//!
+//! ```text
+//! let env = TokEnv::from_token_bytes(token_bytes, eos, &[], Some(model_vocab))?;
+//! let engine = Engine::new(env)?;                         // once per vocabulary
+//! let mut c = engine.constraint(&catalog, &options, &request)?;  // per request (cached)
+//! loop {
+//!     for t in c.forced_tokens() { c.commit(t)?; }        // fast-forward, skip the model
+//!     if c.is_stopped() { break; }
+//!     c.apply_mask(&mut logits)?;                         // -inf where disallowed
+//!     c.commit(sample(&logits))?;
+//! }
+//! ```
+
+pub mod bench;
+mod engine;
+mod error;
+mod gen;
+pub mod regex;
+mod runtime;
+mod tokenv;
+
+pub use engine::{CacheKey, CacheStats, Engine, Prepared};
+pub use error::{Dead, GrammarError, TokEnvError};
+pub use gen::{grammar_text, template, Entity, Options, Request, Template, ToolChoice, DSL_ARRAY_CAP};
+pub use runtime::{Constraint, ConstraintState, Mask};
+pub use tokenv::TokEnv;

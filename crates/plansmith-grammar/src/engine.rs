@@ -1,0 +1,221 @@
+//! The engine: one per vocabulary. Owns llguidance's `ParserFactory` (token trie + slicer,
+//! the expensive per-tokenizer state) and an LRU cache of compiled templates.
+//!
+//! What is cached, per (catalog hash, options, tokenizer id):
+//! * the generated [`Template`] (request-independent Lark text + hole descriptions);
+//! * when the template has no holes (no copy policy, no entity refs), a ready llguidance
+//!   `Matcher`, cloned per request (no compile at all on a hit).
+//!
+//! llguidance cannot splice per-request lexemes into an already compiled grammar, so a
+//! template with holes is compiled per request from its text plus the hole definitions;
+//! what the cache saves there is generation, and the factory/slicer are shared.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use llguidance::api::TopLevelGrammar;
+use llguidance::{Matcher, ParserFactory};
+use plansmith_core::Catalog;
+
+use crate::error::GrammarError;
+use crate::gen::{self, Options, Request, Template};
+use crate::runtime::Constraint;
+use crate::tokenv::TokEnv;
+
+/// Cache key: everything the request-independent grammar depends on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CacheKey {
+    pub catalog_hash: String,
+    pub options: Options,
+    pub tokenizer: String,
+}
+
+/// A cached, request-independent compiled grammar.
+pub struct Prepared {
+    key: CacheKey,
+    template: Template,
+    ready: Option<Matcher>,
+    bytes: usize,
+}
+
+impl Prepared {
+    pub fn template(&self) -> &Template {
+        &self.template
+    }
+
+    pub fn key(&self) -> &CacheKey {
+        &self.key
+    }
+
+    /// Whether requests reuse a compiled matcher (no per-request compile).
+    pub fn is_precompiled(&self) -> bool {
+        self.ready.is_some()
+    }
+}
+
+/// Cache counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    pub hits: u64,
+    pub misses: u64,
+    pub evictions: u64,
+    pub entries: usize,
+    pub bytes: usize,
+}
+
+struct Lru {
+    map: HashMap<CacheKey, (Arc<Prepared>, u64)>,
+    tick: u64,
+    max_entries: usize,
+    max_bytes: usize,
+    stats: CacheStats,
+}
+
+impl Lru {
+    fn get(&mut self, key: &CacheKey) -> Option<Arc<Prepared>> {
+        self.tick += 1;
+        let tick = self.tick;
+        match self.map.get_mut(key) {
+            Some((p, t)) => {
+                *t = tick;
+                self.stats.hits += 1;
+                Some(p.clone())
+            }
+            None => None,
+        }
+    }
+
+    fn insert(&mut self, p: Arc<Prepared>) {
+        self.tick += 1;
+        self.stats.bytes += p.bytes;
+        if let Some((old, _)) = self.map.insert(p.key.clone(), (p, self.tick)) {
+            self.stats.bytes -= old.bytes;
+        }
+        while self.map.len() > self.max_entries || (self.stats.bytes > self.max_bytes && self.map.len() > 1) {
+            let oldest = self.map.iter().min_by_key(|(_, (_, t))| *t).map(|(k, _)| k.clone());
+            match oldest {
+                Some(k) => {
+                    if let Some((old, _)) = self.map.remove(&k) {
+                        self.stats.bytes -= old.bytes;
+                        self.stats.evictions += 1;
+                    }
+                }
+                None => break,
+            }
+        }
+        self.stats.entries = self.map.len();
+    }
+}
+
+/// Grammar compiler + cache for one vocabulary. `Sync`: share it across request threads.
+pub struct Engine {
+    env: TokEnv,
+    factory: Arc<ParserFactory>,
+    cache: Mutex<Lru>,
+}
+
+impl Engine {
+    /// Default bounds: 64 templates, 64 MiB of grammar text (estimated).
+    pub fn new(env: TokEnv) -> Result<Engine, GrammarError> {
+        Self::with_capacity(env, 64, 64 << 20)
+    }
+
+    pub fn with_capacity(env: TokEnv, max_entries: usize, max_bytes: usize) -> Result<Engine, GrammarError> {
+        let mut factory = ParserFactory::new_simple(env.llg_env()).map_err(|e| GrammarError::Compile(e.to_string()))?;
+        factory.quiet();
+        Ok(Engine {
+            env,
+            factory: Arc::new(factory),
+            cache: Mutex::new(Lru {
+                map: HashMap::new(),
+                tick: 0,
+                max_entries: max_entries.max(1),
+                max_bytes,
+                stats: CacheStats::default(),
+            }),
+        })
+    }
+
+    pub fn env(&self) -> &TokEnv {
+        &self.env
+    }
+
+    /// The cached request-independent grammar for (catalog, options), built on a miss.
+    pub fn prepare(&self, catalog: &Catalog, options: &Options) -> Result<Arc<Prepared>, GrammarError> {
+        self.prepare_hashed(&catalog.hash(), catalog, options)
+    }
+
+    /// Like [`Engine::prepare`] with a catalog hash the caller already computed
+    /// (`catalog.hash()` costs a canonical serialization + SHA-256).
+    pub fn prepare_hashed(
+        &self,
+        catalog_hash: &str,
+        catalog: &Catalog,
+        options: &Options,
+    ) -> Result<Arc<Prepared>, GrammarError> {
+        let key = CacheKey { catalog_hash: catalog_hash.to_string(), options: options.clone(), tokenizer: self.env.id().to_string() };
+        if let Some(p) = self.lock().get(&key) {
+            return Ok(p);
+        }
+        let template = gen::template(catalog, options)?;
+        let ready = if template.is_request_independent() {
+            let m = self.matcher(&template.grammar(&Request::default()))?;
+            Some(m)
+        } else {
+            // compile once with an empty request to surface grammar errors at prepare time
+            self.matcher(&template.grammar(&Request::new("x")))?;
+            None
+        };
+        let bytes = template.template_text().len() * 8 + 4096;
+        let p = Arc::new(Prepared { key, template, ready, bytes });
+        let mut lru = self.lock();
+        lru.stats.misses += 1;
+        lru.insert(p.clone());
+        Ok(p)
+    }
+
+    /// A constraint for one request from a prepared grammar.
+    pub fn constraint_for(&self, prepared: &Prepared, request: &Request) -> Result<Constraint, GrammarError> {
+        let matcher = match &prepared.ready {
+            Some(m) => m.clone(),
+            None => self.matcher(&prepared.template.grammar(request))?,
+        };
+        Ok(Constraint::new(matcher, self.env.clone()))
+    }
+
+    /// Prepare (cached) and build the request's constraint.
+    pub fn constraint(&self, catalog: &Catalog, options: &Options, request: &Request) -> Result<Constraint, GrammarError> {
+        let p = self.prepare(catalog, options)?;
+        self.constraint_for(&p, request)
+    }
+
+    /// Compile arbitrary Lark text (no cache).
+    pub fn constraint_from_lark(&self, lark: &str) -> Result<Constraint, GrammarError> {
+        Ok(Constraint::new(self.matcher(lark)?, self.env.clone()))
+    }
+
+    fn matcher(&self, lark: &str) -> Result<Matcher, GrammarError> {
+        let parser = self.factory.create_parser(TopLevelGrammar::from_lark(lark.to_string()));
+        let m = Matcher::new(parser);
+        match m.get_error() {
+            Some(e) => Err(GrammarError::Compile(e)),
+            None => Ok(m),
+        }
+    }
+
+    pub fn cache_stats(&self) -> CacheStats {
+        self.lock().stats
+    }
+
+    pub fn clear_cache(&self) {
+        let mut lru = self.lock();
+        lru.map.clear();
+        lru.stats.entries = 0;
+        lru.stats.bytes = 0;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Lru> {
+        // a panic while holding the lock cannot leave the map inconsistent (plain inserts)
+        self.cache.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}

@@ -1,0 +1,1052 @@
+//! Catalog -> Lark grammar (llguidance dialect).
+//!
+//! Generation is split in two so the expensive, catalog-dependent part is done once:
+//!
+//! * [`Template`]: every rule that depends only on (catalog, syntax, policy, tool choice,
+//!   max calls). Request-dependent values appear as *holes*: rule names (`copy_N`, `ent_N`)
+//!   the template references but does not define.
+//! * [`Template::grammar`]: appends the hole definitions for one [`Request`] — copy spans as
+//!   llguidance `%regex {"substring_chunks": ...}` lexemes, visible-entity labels as literal
+//!   alternatives — a few lines of text, microseconds.
+//!
+//! Choices (documented contracts):
+//! * keys come in schema property order (optional keys skippable, each at most once, required
+//!   ones mandatory); unknown keys are impossible. The DSL flattens nested objects / arrays as
+//!   dotted keys in the same depth-first order. DSL arrays enumerate indices up to `maxItems`
+//!   or [`DSL_ARRAY_CAP`].
+//! * JSON syntaxes are compact with an optional single space after `:` and `,`.
+//! * Numbers are bounded to 15 integer digits and 6 fraction digits (no exponent), so every
+//!   emitted number parses exactly in every consumer. Ranges are honoured; for non-integers
+//!   the language is a subset of the interval (see [`crate::regex::number_range`]).
+//! * The grammar is never looser than `Syntax::parse` + validation: where an exact encoding
+//!   is impossible it is stricter (fewer outputs), never silently looser; a feature we cannot
+//!   honour at all is a [`GrammarError::Unsupported`].
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use plansmith_core::policy::is_copied;
+use plansmith_core::syntax::is_valid_dsl_value;
+use plansmith_core::{Catalog, CopyUnit, Policy, Syntax};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::GrammarError;
+use crate::regex::{self as rx, lit, repeat, JSON_CHAR};
+
+/// Largest array the DSL grammar can emit when the schema sets no `maxItems`.
+pub const DSL_ARRAY_CAP: usize = 16;
+
+const DSL_SAFE: &str = "[^()|=;\\n]";
+
+/// OpenAI-style `tool_choice`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// Only the no-call form.
+    None,
+    /// A call or no call.
+    #[default]
+    Auto,
+    /// At least one call.
+    Required,
+    /// Calls of this tool only (at least one).
+    Named(String),
+}
+
+impl std::str::FromStr for ToolChoice {
+    type Err = String;
+    /// `none`, `auto`, `required`, or a tool name.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "none" => ToolChoice::None,
+            "auto" => ToolChoice::Auto,
+            "required" => ToolChoice::Required,
+            "" => return Err("empty tool_choice".into()),
+            name => ToolChoice::Named(name.to_string()),
+        })
+    }
+}
+
+/// A visible entity (e.g. an on-screen UI element) the request may refer to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Entity {
+    #[serde(rename = "type")]
+    pub entity_type: String,
+    pub label: String,
+}
+
+/// The per-request inputs of a grammar.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Request {
+    pub text: String,
+    #[serde(default)]
+    pub entities: Vec<Entity>,
+}
+
+impl Request {
+    pub fn new(text: impl Into<String>) -> Self {
+        Request { text: text.into(), entities: Vec::new() }
+    }
+}
+
+/// Everything about a constraint except the catalog and the request.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Options {
+    pub syntax: Syntax,
+    pub policy: Policy,
+    pub tool_choice: ToolChoice,
+    /// Most calls in one plan (`parallel_tool_calls = false` -> 1).
+    pub max_calls: usize,
+}
+
+impl Options {
+    pub fn new(syntax: Syntax) -> Self {
+        let policy = if syntax == Syntax::Dsl { Policy::copy_free_strings() } else { Policy::default() };
+        Options { syntax, policy, tool_choice: ToolChoice::Auto, max_calls: 4 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct CopyHole {
+    /// JSON string (chunks are JSON-escaped and the span is quoted) or bare text.
+    quoted: bool,
+    /// Regex the span is intersected with (DSL safety, lengths, integer shape...).
+    conj: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct EntityHole {
+    quoted: bool,
+    entity_type: String,
+    /// Expression used when no visible entity of this type qualifies.
+    fallback: String,
+    /// Label must also be copied from the request (policy).
+    copy: bool,
+    min_len: usize,
+    max_len: Option<usize>,
+}
+
+/// The request-independent part of a grammar (see the module docs).
+#[derive(Debug, Clone)]
+pub struct Template {
+    lark: String,
+    copy_holes: Vec<CopyHole>,
+    entity_holes: Vec<EntityHole>,
+    copy_unit: CopyUnit,
+}
+
+impl Template {
+    /// Whether the grammar is the same for every request (no copy spans, no entity labels):
+    /// then a compiled matcher can be cached and cloned.
+    pub fn is_request_independent(&self) -> bool {
+        self.copy_holes.is_empty() && self.entity_holes.is_empty()
+    }
+
+    /// The request-independent Lark text (holes referenced, not defined).
+    pub fn template_text(&self) -> &str {
+        &self.lark
+    }
+
+    /// The complete Lark grammar for one request.
+    pub fn grammar(&self, request: &Request) -> String {
+        let mut out = String::with_capacity(self.lark.len() + 256 + request.text.len() * 4);
+        out.push_str(&self.lark);
+        if self.copy_holes.is_empty() && self.entity_holes.is_empty() {
+            return out;
+        }
+        out.push_str("\n// ---- per-request ----\n");
+        if !self.copy_holes.is_empty() {
+            let raw = chunks(&request.text, self.copy_unit);
+            let raw_json = serde_json::to_string(&raw).unwrap_or_else(|_| "[]".into());
+            let esc: Vec<String> = raw.iter().map(|c| rx::json_escape_body(c)).collect();
+            let esc_json = serde_json::to_string(&esc).unwrap_or_else(|_| "[]".into());
+            for (i, h) in self.copy_holes.iter().enumerate() {
+                if raw.is_empty() {
+                    // nothing to copy from: a lexeme that cannot match anything we emit
+                    let _ = writeln!(out, "copy_{i}: COPY_{i}\nCOPY_{i}: /[a]/ & /[b]/");
+                } else if h.quoted {
+                    let _ = writeln!(
+                        out,
+                        "copy_{i}: COPY_{i}\nCOPY_{i}: \"\\\"\" (%regex {{\"substring_chunks\": {esc_json}}} & /{}/) \"\\\"\"",
+                        h.conj
+                    );
+                } else {
+                    let _ = writeln!(
+                        out,
+                        "copy_{i}: COPY_{i}\nCOPY_{i}: %regex {{\"substring_chunks\": {raw_json}}} & /{}/",
+                        h.conj
+                    );
+                }
+            }
+        }
+        for (i, h) in self.entity_holes.iter().enumerate() {
+            let mut labels: Vec<&str> = request
+                .entities
+                .iter()
+                .filter(|e| e.entity_type == h.entity_type)
+                .map(|e| e.label.as_str())
+                .filter(|l| {
+                    let n = l.chars().count();
+                    n >= h.min_len.max(1)
+                        && h.max_len.is_none_or(|m| n <= m)
+                        && (h.quoted || is_valid_dsl_value(l))
+                        && (!h.copy || is_copied(l, &request.text, self.copy_unit))
+                })
+                .collect();
+            labels.sort_unstable();
+            labels.dedup();
+            if labels.is_empty() {
+                let _ = writeln!(out, "ent_{i}: {}", h.fallback);
+            } else {
+                let alts: Vec<String> = labels
+                    .iter()
+                    .map(|l| if h.quoted { lit(&serde_json::to_string(l).unwrap_or_default()) } else { lit(l) })
+                    .collect();
+                let _ = writeln!(out, "ent_{i}: {}", alts.join(" | "));
+            }
+        }
+        out
+    }
+}
+
+/// Word chunks (runs of word characters, of whitespace, of other characters — the same
+/// classes as `plansmith_core::policy::is_word_char`) or single characters.
+fn chunks(text: &str, unit: CopyUnit) -> Vec<&str> {
+    match unit {
+        CopyUnit::Chars => text.char_indices().map(|(i, c)| &text[i..i + c.len_utf8()]).collect(),
+        CopyUnit::Words => {
+            let class = |c: char| {
+                if c.is_whitespace() {
+                    0
+                } else if plansmith_core::policy::is_word_char(c) {
+                    1
+                } else {
+                    2
+                }
+            };
+            let mut out = Vec::new();
+            let mut start = 0;
+            let mut prev = None;
+            for (i, c) in text.char_indices() {
+                let k = class(c);
+                if prev.is_some_and(|p| p != k) {
+                    out.push(&text[start..i]);
+                    start = i;
+                }
+                prev = Some(k);
+            }
+            if start < text.len() {
+                out.push(&text[start..]);
+            }
+            out
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Surface {
+    Dsl,
+    Json,
+}
+
+struct Gen<'a> {
+    surface: Surface,
+    policy: &'a Policy,
+    rules: String,
+    token_defs: String,
+    n: usize,
+    tokens: HashMap<String, String>,
+    leaf_memo: HashMap<String, String>,
+    copy_holes: Vec<CopyHole>,
+    entity_holes: Vec<EntityHole>,
+}
+
+type R<T> = Result<T, GrammarError>;
+
+fn unsupported(tool: &str, path: &str, feature: impl Into<String>) -> GrammarError {
+    GrammarError::Unsupported {
+        tool: tool.to_string(),
+        path: if path.is_empty() { "(arguments)".into() } else { path.to_string() },
+        feature: feature.into(),
+    }
+}
+
+fn types(schema: &Value) -> Vec<&str> {
+    match schema.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn join_path(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// The entity types of an EntityRef object: `{type: enum[...], label: free string}`.
+fn entity_ref_types(schema: &Value) -> Option<Vec<String>> {
+    let props = schema.get("properties")?.as_object()?;
+    let t = props.get("type")?;
+    let label = props.get("label")?;
+    if types(t) != ["string"] || types(label) != ["string"] {
+        return None;
+    }
+    if ["enum", "const", "pattern", "format"].iter().any(|k| label.get(k).is_some()) {
+        return None;
+    }
+    let values: Vec<String> = t.get("enum")?.as_array()?.iter().filter_map(|v| v.as_str().map(String::from)).collect();
+    (!values.is_empty()).then_some(values)
+}
+
+/// How a DSL string value is typed back (mirrors `plansmith_core::validate::type_values`).
+fn dsl_typed(schema: &Value, s: &str) -> Value {
+    let ts = types(schema);
+    if ts.contains(&"string") {
+        return Value::String(s.into());
+    }
+    for t in ts {
+        let v = match t {
+            "integer" => s.parse::<i64>().ok().map(Value::from),
+            "number" => s.parse::<i64>().ok().map(Value::from).or_else(|| {
+                s.parse::<f64>().ok().and_then(|f| serde_json::Number::from_f64(f).map(Value::Number))
+            }),
+            "boolean" => match s {
+                "true" => Some(Value::Bool(true)),
+                "false" => Some(Value::Bool(false)),
+                _ => None,
+            },
+            "null" if s == "null" => Some(Value::Null),
+            _ => None,
+        };
+        if let Some(v) = v {
+            return v;
+        }
+    }
+    Value::String(s.into())
+}
+
+fn json_type_ok(ts: &[&str], v: &Value) -> bool {
+    ts.is_empty()
+        || ts.iter().any(|t| match *t {
+            "string" => v.is_string(),
+            "integer" => v.is_i64() || v.is_u64() || v.as_f64().is_some_and(|f| f.fract() == 0.0),
+            "number" => v.is_number(),
+            "boolean" => v.is_boolean(),
+            "null" => v.is_null(),
+            "object" => v.is_object(),
+            "array" => v.is_array(),
+            _ => false,
+        })
+}
+
+fn get_usize(schema: &Value, key: &str) -> Option<usize> {
+    schema.get(key).and_then(Value::as_u64).map(|v| v as usize)
+}
+
+/// (lower, upper) bounds with exclusivity, from minimum/maximum/exclusive* (draft 4 and 6+).
+type Bound = Option<(f64, bool)>;
+fn bounds(schema: &Value) -> (Bound, Bound) {
+    let num = |k: &str| schema.get(k).and_then(Value::as_f64);
+    let flag = |k: &str| schema.get(k).and_then(Value::as_bool).unwrap_or(false);
+    let tighter = |a: Bound, b: Bound, lower: bool| match (a, b) {
+        (None, x) | (x, None) => x,
+        (Some(x), Some(y)) => {
+            let pick_x = if x.0 == y.0 { x.1 } else if lower { x.0 > y.0 } else { x.0 < y.0 };
+            Some(if pick_x { x } else { y })
+        }
+    };
+    let lo = num("minimum").map(|v| (v, flag("exclusiveMinimum")));
+    let lo = tighter(lo, num("exclusiveMinimum").map(|v| (v, true)), true);
+    let hi = num("maximum").map(|v| (v, flag("exclusiveMaximum")));
+    let hi = tighter(hi, num("exclusiveMaximum").map(|v| (v, true)), false);
+    (lo, hi)
+}
+
+fn int_bounds(schema: &Value) -> (Option<i64>, Option<i64>) {
+    let (lo, hi) = bounds(schema);
+    let clamp = |f: f64| f.clamp(-1e16, 1e16) as i64;
+    let lo = lo.map(|(v, ex)| if ex { clamp(v.floor()) + 1 } else { clamp(v.ceil()) });
+    let hi = hi.map(|(v, ex)| if ex { clamp(v.ceil()) - 1 } else { clamp(v.floor()) });
+    (lo, hi)
+}
+
+impl<'a> Gen<'a> {
+    fn new(surface: Surface, policy: &'a Policy) -> Self {
+        Gen {
+            surface,
+            policy,
+            rules: String::new(),
+            token_defs: String::new(),
+            n: 0,
+            tokens: HashMap::new(),
+            leaf_memo: HashMap::new(),
+            copy_holes: Vec::new(),
+            entity_holes: Vec::new(),
+        }
+    }
+
+    fn rule(&mut self, prefix: &str, expr: &str) -> String {
+        self.n += 1;
+        let name = format!("{prefix}_{}", self.n);
+        let _ = writeln!(self.rules, "{name}: {expr}");
+        name
+    }
+
+    /// A named lexeme for a Lark token body (deduplicated).
+    fn token(&mut self, body: String) -> String {
+        if let Some(name) = self.tokens.get(&body) {
+            return name.clone();
+        }
+        self.n += 1;
+        let name = format!("T{}", self.n);
+        let _ = writeln!(self.token_defs, "{name}: {body}");
+        self.tokens.insert(body, name.clone());
+        name
+    }
+
+    fn copy_hole(&mut self, quoted: bool, conj: String) -> String {
+        let hole = CopyHole { quoted, conj };
+        let i = match self.copy_holes.iter().position(|h| *h == hole) {
+            Some(i) => i,
+            None => {
+                self.copy_holes.push(hole);
+                self.copy_holes.len() - 1
+            }
+        };
+        format!("copy_{i}")
+    }
+
+    fn entity_hole(&mut self, hole: EntityHole) -> String {
+        let i = match self.entity_holes.iter().position(|h| *h == hole) {
+            Some(i) => i,
+            None => {
+                self.entity_holes.push(hole);
+                self.entity_holes.len() - 1
+            }
+        };
+        format!("ent_{i}")
+    }
+
+    fn sep(&self) -> &'static str {
+        match self.surface {
+            Surface::Dsl => "\"; \"",
+            Surface::Json => "COMMA",
+        }
+    }
+
+    /// Ordered sequence of segments separated by `sep`: required ones mandatory, optional
+    /// ones skippable. Returns the expression for a *non-empty* sequence (None if impossible)
+    /// and whether the empty sequence is allowed.
+    fn sequence(&mut self, segs: &[(String, bool)]) -> (Option<String>, bool) {
+        let n = segs.len();
+        let sep = self.sep();
+        // tail[i]: the segments i.. each prefixed by the separator (named: used twice)
+        let mut tail = vec![String::new(); n + 1];
+        for i in (0..n).rev() {
+            let (seg, req) = &segs[i];
+            let item = if *req { format!("{sep} {seg}") } else { format!("({sep} {seg})?") };
+            tail[i] = if tail[i + 1].is_empty() { item } else { self.rule("tl", &format!("{item} {}", tail[i + 1])) };
+        }
+        // ne[i]: a non-empty sequence drawn from segments i..
+        let mut nonempty: Option<String> = None;
+        for i in (0..n).rev() {
+            let (seg, req) = &segs[i];
+            let here = format!("{seg} {}", tail[i + 1]).trim().to_string();
+            let expr = match (&nonempty, req) {
+                (Some(rest), false) => format!("{here} | {rest}"),
+                _ => here,
+            };
+            nonempty = Some(self.rule("ne", &expr));
+        }
+        let allow_empty = segs.iter().all(|(_, r)| !r);
+        (nonempty, allow_empty)
+    }
+
+    // ---------------------------------------------------------------- leaves
+
+    /// Expression for a leaf value (and, for JSON, any value).
+    fn value(&mut self, tool: &str, path: &str, schema: &Value) -> R<String> {
+        if let Some(any) = schema.get("anyOf") {
+            return self.any_of(tool, path, schema, any);
+        }
+        if schema.as_bool() == Some(true) || schema.as_object().is_some_and(|m| m.is_empty()) {
+            return match self.surface {
+                Surface::Dsl => Ok(self.token(format!("/{DSL_SAFE}+/"))),
+                Surface::Json => Err(unsupported(tool, path, "schema without a type (any value)")),
+            };
+        }
+        let ts = types(schema);
+        let copy = self.policy.requires_copy(tool, path, schema)
+            && ts.len() == 1
+            && matches!(ts[0], "string" | "integer" | "number")
+            && schema.get("enum").is_none()
+            && schema.get("const").is_none();
+        if copy {
+            return self.copy_value(tool, path, schema, ts[0]);
+        }
+        if schema.get("enum").is_some() || schema.get("const").is_some() {
+            return self.enum_value(tool, path, schema);
+        }
+        // memoize request-independent leaves by schema text
+        let key = format!("{}|{}", self.surface as u8, plansmith_core::schema::canonical_json(schema));
+        if let Some(e) = self.leaf_memo.get(&key) {
+            return Ok(e.clone());
+        }
+        let e = self.typed_value(tool, path, schema, &ts)?;
+        if !ts.iter().any(|t| *t == "object" || *t == "array") {
+            self.leaf_memo.insert(key, e.clone());
+        }
+        Ok(e)
+    }
+
+    fn typed_value(&mut self, tool: &str, path: &str, schema: &Value, ts: &[&str]) -> R<String> {
+        if ts.is_empty() {
+            return match self.surface {
+                // untyped DSL values stay strings and validate against a typeless schema
+                Surface::Dsl => Ok(self.token(format!("/{DSL_SAFE}+/"))),
+                Surface::Json => Err(unsupported(tool, path, "schema without a `type`")),
+            };
+        }
+        if self.surface == Surface::Dsl && ts.contains(&"string") {
+            // DSL values of a type union containing string are typed as strings
+            return self.string_value(tool, path, schema);
+        }
+        let mut alts = Vec::new();
+        for t in ts {
+            let e = match *t {
+                "string" => self.string_value(tool, path, schema)?,
+                "integer" => {
+                    let (lo, hi) = int_bounds(schema);
+                    match rx::integer_range(lo, hi) {
+                        Some(r) => self.token(format!("/{r}/")),
+                        None => continue,
+                    }
+                }
+                "number" => {
+                    let (lo, hi) = bounds(schema);
+                    match rx::number_range(lo, hi) {
+                        Some(r) => self.token(format!("/{r}/")),
+                        None => continue,
+                    }
+                }
+                "boolean" => "(\"true\" | \"false\")".to_string(),
+                "null" => "\"null\"".to_string(),
+                "object" | "array" if self.surface == Surface::Json => {
+                    if *t == "object" {
+                        self.json_object(tool, path, schema)?
+                    } else {
+                        self.json_array(tool, path, schema)?
+                    }
+                }
+                other => return Err(unsupported(tool, path, format!("type `{other}` as a DSL value"))),
+            };
+            alts.push(e);
+        }
+        if alts.is_empty() {
+            return Err(unsupported(tool, path, "numeric range admits no value"));
+        }
+        Ok(if alts.len() == 1 { alts.remove(0) } else { format!("({})", alts.join(" | ")) })
+    }
+
+    fn any_of(&mut self, tool: &str, path: &str, schema: &Value, any: &Value) -> R<String> {
+        if self.surface == Surface::Dsl {
+            return Err(unsupported(tool, path, "`anyOf` in the plan DSL (values are typed from one schema)"));
+        }
+        let constraining = schema.as_object().is_some_and(|m| {
+            m.keys().any(|k| !matches!(k.as_str(), "anyOf" | "description" | "title" | "default" | "examples" | "$comment"))
+        });
+        if constraining {
+            return Err(unsupported(tool, path, "`anyOf` next to other constraining keywords"));
+        }
+        let branches = any.as_array().ok_or_else(|| unsupported(tool, path, "`anyOf` must be an array"))?;
+        let mut alts = Vec::new();
+        for b in branches {
+            alts.push(self.value(tool, path, b)?);
+        }
+        if alts.is_empty() {
+            return Err(unsupported(tool, path, "empty `anyOf`"));
+        }
+        Ok(format!("({})", alts.join(" | ")))
+    }
+
+    fn enum_value(&mut self, tool: &str, path: &str, schema: &Value) -> R<String> {
+        let values: Vec<&Value> = match (schema.get("enum"), schema.get("const")) {
+            (Some(Value::Array(a)), None) => a.iter().collect(),
+            (None, Some(c)) => vec![c],
+            (Some(Value::Array(a)), Some(c)) => a.iter().filter(|v| *v == c).collect(),
+            _ => return Err(unsupported(tool, path, "`enum` must be an array")),
+        };
+        let ts = types(schema);
+        let mut alts = Vec::new();
+        for v in values {
+            match self.surface {
+                Surface::Dsl => {
+                    let s = match v {
+                        Value::String(s) => s.clone(),
+                        Value::Number(_) | Value::Bool(_) | Value::Null => v.to_string(),
+                        _ => continue,
+                    };
+                    if is_valid_dsl_value(&s) && dsl_typed(schema, &s) == *v {
+                        alts.push(lit(&s));
+                    }
+                }
+                Surface::Json => {
+                    if json_type_ok(&ts, v) {
+                        alts.push(lit(&v.to_string()));
+                    }
+                }
+            }
+        }
+        alts.sort();
+        alts.dedup();
+        if alts.is_empty() {
+            return Err(unsupported(tool, path, "no `enum`/`const` value is representable in this syntax"));
+        }
+        Ok(format!("({})", alts.join(" | ")))
+    }
+
+    fn lengths(&self, tool: &str, path: &str, schema: &Value) -> R<(usize, Option<usize>)> {
+        let min = get_usize(schema, "minLength").unwrap_or(0);
+        let max = get_usize(schema, "maxLength");
+        let min = if self.surface == Surface::Dsl { min.max(1) } else { min };
+        if max.is_some_and(|m| m < min) {
+            return Err(unsupported(tool, path, "string length bounds admit no value in this syntax"));
+        }
+        Ok((min, max))
+    }
+
+    fn string_value(&mut self, tool: &str, path: &str, schema: &Value) -> R<String> {
+        let (min, max) = self.lengths(tool, path, schema)?;
+        let mut shapes = Vec::new();
+        if let Some(p) = schema.get("pattern") {
+            let p = p.as_str().ok_or_else(|| unsupported(tool, path, "`pattern` must be a string"))?;
+            shapes.push(rx::anchored_pattern(p));
+        }
+        if let Some(f) = schema.get("format") {
+            let f = f.as_str().unwrap_or("");
+            let r = rx::format_regex(f).ok_or_else(|| unsupported(tool, path, format!("string format `{f}`")))?;
+            shapes.push(format!("(?:{r})"));
+        }
+        let body = match self.surface {
+            Surface::Dsl => {
+                let mut parts = vec![format!("/{DSL_SAFE}{}/", repeat(min, max))];
+                parts.extend(shapes.iter().map(|s| format!("/{s}/")));
+                parts.join(" & ")
+            }
+            Surface::Json if shapes.is_empty() => format!("/\"{JSON_CHAR}{}\"/", repeat(min, max)),
+            Surface::Json => {
+                // shaped strings carry no escapes, so raw text == decoded text
+                let mut parts = vec![format!("/\"[^\"\\\\\\x00-\\x1F]{}\"/", repeat(min, max))];
+                parts.extend(shapes.iter().map(|s| format!("/\"{s}\"/")));
+                parts.join(" & ")
+            }
+        };
+        Ok(self.token(body))
+    }
+
+    fn copy_value(&mut self, tool: &str, path: &str, schema: &Value, ty: &str) -> R<String> {
+        let quoted = self.surface == Surface::Json && ty == "string";
+        let conj = match ty {
+            "integer" => {
+                let (lo, hi) = int_bounds(schema);
+                rx::integer_range(lo, hi).ok_or_else(|| unsupported(tool, path, "numeric range admits no value"))?
+            }
+            "number" => {
+                let (lo, hi) = bounds(schema);
+                rx::number_range(lo, hi).ok_or_else(|| unsupported(tool, path, "numeric range admits no value"))?
+            }
+            _ => {
+                if schema.get("pattern").is_some() || schema.get("format").is_some() {
+                    return Err(unsupported(tool, path, "copy-from-request on a string with `pattern`/`format`"));
+                }
+                let (min, max) = self.lengths(tool, path, schema)?;
+                let min = min.max(1);
+                match self.surface {
+                    Surface::Dsl => format!("{DSL_SAFE}{}", repeat(min, max)),
+                    Surface::Json => format!("{JSON_CHAR}{}", repeat(min, max)),
+                }
+            }
+        };
+        Ok(self.copy_hole(quoted, conj))
+    }
+
+    // ---------------------------------------------------------------- JSON containers
+
+    fn json_object(&mut self, tool: &str, path: &str, schema: &Value) -> R<String> {
+        if let Some(ent_types) = entity_ref_types(schema) {
+            return self.entity_object(tool, path, schema, &ent_types);
+        }
+        self.object_like(tool, path, schema, None)
+    }
+
+    fn json_array(&mut self, tool: &str, path: &str, schema: &Value) -> R<String> {
+        let items = schema.get("items").ok_or_else(|| unsupported(tool, path, "array without `items`"))?;
+        let item = self.value(tool, path, items)?;
+        let item = if item.contains(' ') { self.rule("it", &item) } else { item };
+        let min = get_usize(schema, "minItems").unwrap_or(0);
+        let max = get_usize(schema, "maxItems");
+        if max.is_some_and(|m| m < min) {
+            return Err(unsupported(tool, path, "minItems > maxItems"));
+        }
+        if max == Some(0) {
+            return Ok("\"[\" \"]\"".into());
+        }
+        let more_min = min.saturating_sub(1);
+        let more_max = max.map(|m| m - 1);
+        let rest = match (more_min, more_max) {
+            (_, Some(0)) => String::new(),
+            (m, x) => format!("(COMMA {item}){}", repeat(m, x)),
+        };
+        let inner = format!("{item} {rest}").trim().to_string();
+        Ok(if min == 0 { format!("\"[\" [{inner}] \"]\"") } else { format!("\"[\" {inner} \"]\"") })
+    }
+
+    /// EntityRef objects: one branch per entity type, whose label is an entity hole.
+    fn entity_object(&mut self, tool: &str, path: &str, schema: &Value, ent_types: &[String]) -> R<String> {
+        let label_schema = &schema["properties"]["label"];
+        let label_path = join_path(path, "label");
+        let fallback = self.value(tool, &label_path, label_schema)?;
+        let copy = self.policy.requires_copy(tool, &label_path, label_schema);
+        let (min_len, max_len) = self.lengths(tool, &label_path, label_schema)?;
+        let type_required = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .is_some_and(|r| r.iter().any(|v| v == "type"));
+        let mut alts = Vec::new();
+        for t in ent_types {
+            let hole = self.entity_hole(EntityHole {
+                quoted: self.surface == Surface::Json,
+                entity_type: t.clone(),
+                fallback: fallback.clone(),
+                copy,
+                min_len,
+                max_len,
+            });
+            let mut branch = schema.clone();
+            branch["properties"]["type"] = serde_json::json!({"type": "string", "const": t});
+            alts.push(self.object_like(tool, path, &branch, Some(("label", hole)))?);
+        }
+        if !type_required {
+            let mut branch = schema.clone();
+            if let Some(p) = branch["properties"].as_object_mut() {
+                p.remove("type");
+            }
+            alts.push(self.object_like(tool, path, &branch, None)?);
+        }
+        Ok(format!("({})", alts.join(" | ")))
+    }
+
+    /// A JSON object with an optional value override for one property.
+    fn object_like(&mut self, tool: &str, path: &str, schema: &Value, ov: Option<(&str, String)>) -> R<String> {
+        let body = self.object_body(tool, path, "", schema, ov)?;
+        Ok(match body {
+            (Some(ne), true) => format!("\"{{\" [{ne}] \"}}\""),
+            (Some(ne), false) => format!("\"{{\" {ne} \"}}\""),
+            (None, _) => "\"{\" \"}\"".to_string(),
+        })
+    }
+
+    /// Pairs of an object's properties in schema order. `key_prefix` is the DSL dotted prefix.
+    /// Returns (non-empty sequence, empty allowed).
+    fn object_body(
+        &mut self,
+        tool: &str,
+        path: &str,
+        key_prefix: &str,
+        schema: &Value,
+        ov: Option<(&str, String)>,
+    ) -> R<(Option<String>, bool)> {
+        let empty = serde_json::Map::new();
+        let props = match schema.get("properties") {
+            Some(Value::Object(p)) => p,
+            Some(_) => return Err(unsupported(tool, path, "`properties` must be an object")),
+            None => &empty,
+        };
+        let required: Vec<&str> =
+            schema.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        if let Some(missing) = required.iter().find(|r| !props.contains_key(**r)) {
+            return Err(unsupported(tool, path, format!("required key `{missing}` has no schema in `properties`")));
+        }
+        let mut segs = Vec::new();
+        for (k, sub) in props {
+            let req = required.contains(&k.as_str());
+            let child_path = join_path(path, k);
+            let seg = match self.surface {
+                Surface::Json => {
+                    let v = match &ov {
+                        Some((name, e)) if *name == k => e.clone(),
+                        _ => self.value(tool, &child_path, sub)?,
+                    };
+                    let key = lit(&serde_json::to_string(k).unwrap_or_default());
+                    Some(format!("{key} COLON {v}"))
+                }
+                Surface::Dsl => {
+                    let key = format!("{key_prefix}{k}");
+                    match &ov {
+                        Some((name, e)) if *name == k => Some(format!("{} {e}", lit(&format!("{key}=")))),
+                        _ => self.dsl_segment(tool, &child_path, &key, sub)?,
+                    }
+                }
+            };
+            match seg {
+                Some(s) => {
+                    let s = if s.contains('|') { self.rule("kv", &s) } else { s };
+                    segs.push((s, req));
+                }
+                None if req => {
+                    return Err(unsupported(tool, &child_path, "required value cannot be written in the DSL (empty object or array)"))
+                }
+                None => {}
+            }
+        }
+        if segs.is_empty() {
+            return Ok((None, true));
+        }
+        let (ne, allow_empty) = self.sequence(&segs);
+        Ok((ne, allow_empty))
+    }
+
+    // ---------------------------------------------------------------- DSL segments
+
+    /// The DSL pairs for `key` (non-empty), or None if nothing can be written for it.
+    fn dsl_segment(&mut self, tool: &str, path: &str, key: &str, schema: &Value) -> R<Option<String>> {
+        let ts = types(schema);
+        let is_object = ts == ["object"] || (ts.is_empty() && schema.get("properties").is_some());
+        if is_object {
+            if schema.get("anyOf").is_some() {
+                return Err(unsupported(tool, path, "`anyOf` in the plan DSL"));
+            }
+            if let Some(ent) = entity_ref_types(schema) {
+                let ent_path = path.to_string();
+                return self.dsl_entity(tool, &ent_path, key, schema, &ent).map(Some);
+            }
+            let prefix = format!("{key}.");
+            return Ok(self.object_body(tool, path, &prefix, schema, None)?.0);
+        }
+        if ts == ["array"] {
+            return self.dsl_array(tool, path, key, schema);
+        }
+        if ts.iter().any(|t| *t == "object" || *t == "array") {
+            return Err(unsupported(tool, path, "a type union with object/array in the plan DSL"));
+        }
+        let v = self.value(tool, path, schema)?;
+        Ok(Some(format!("{} {v}", lit(&format!("{key}=")))))
+    }
+
+    fn dsl_entity(&mut self, tool: &str, path: &str, key: &str, schema: &Value, ent: &[String]) -> R<String> {
+        // object_like (DSL) uses `path` as the dotted key; for arrays the key differs from the
+        // policy path, so build branches here with an explicit prefix.
+        let label_schema = &schema["properties"]["label"];
+        let label_path = join_path(path, "label");
+        let fallback = self.value(tool, &label_path, label_schema)?;
+        let copy = self.policy.requires_copy(tool, &label_path, label_schema);
+        let (min_len, max_len) = self.lengths(tool, &label_path, label_schema)?;
+        let type_required =
+            schema.get("required").and_then(Value::as_array).is_some_and(|r| r.iter().any(|v| v == "type"));
+        let prefix = format!("{key}.");
+        let mut alts = Vec::new();
+        for t in ent {
+            let hole = self.entity_hole(EntityHole {
+                quoted: false,
+                entity_type: t.clone(),
+                fallback: fallback.clone(),
+                copy,
+                min_len,
+                max_len,
+            });
+            let mut branch = schema.clone();
+            branch["properties"]["type"] = serde_json::json!({"type": "string", "const": t});
+            if let (Some(ne), _) = self.object_body(tool, path, &prefix, &branch, Some(("label", hole)))? {
+                alts.push(ne);
+            }
+        }
+        if !type_required {
+            let mut branch = schema.clone();
+            if let Some(p) = branch["properties"].as_object_mut() {
+                p.remove("type");
+            }
+            if let (Some(ne), _) = self.object_body(tool, path, &prefix, &branch, None)? {
+                alts.push(ne);
+            }
+        }
+        Ok(self.rule("ent_obj", &alts.join(" | ")))
+    }
+
+    fn dsl_array(&mut self, tool: &str, path: &str, key: &str, schema: &Value) -> R<Option<String>> {
+        let items = schema.get("items").ok_or_else(|| unsupported(tool, path, "array without `items`"))?;
+        let min = get_usize(schema, "minItems").unwrap_or(0).max(1);
+        let cap = get_usize(schema, "maxItems").unwrap_or(DSL_ARRAY_CAP).min(DSL_ARRAY_CAP.max(min));
+        if cap == 0 {
+            return Ok(None);
+        }
+        if min > cap {
+            return Err(unsupported(tool, path, "minItems > maxItems"));
+        }
+        let mut segs = Vec::with_capacity(cap);
+        for i in 0..cap {
+            match self.dsl_segment(tool, path, &format!("{key}.{i}"), items)? {
+                Some(s) => segs.push(if s.contains('|') { self.rule("el", &s) } else { s }),
+                None => return Ok(None),
+            }
+        }
+        // item_0 ("; " item_1 ("; " item_2 ...)?)? with the first `min` mandatory
+        let mut expr = segs[cap - 1].clone();
+        for i in (0..cap - 1).rev() {
+            let inner = if cap - i > 3 { self.rule("ar", &expr) } else { expr };
+            expr = if i + 1 < min {
+                format!("{} \"; \" {inner}", segs[i])
+            } else {
+                format!("{} (\"; \" {inner})?", segs[i])
+            };
+        }
+        Ok(Some(expr))
+    }
+}
+
+/// Generate the request-independent template for `catalog` under `options`.
+pub fn template(catalog: &Catalog, options: &Options) -> Result<Template, GrammarError> {
+    let tools: Vec<&plansmith_core::Tool> = match &options.tool_choice {
+        ToolChoice::None => Vec::new(),
+        ToolChoice::Named(name) => {
+            vec![catalog.get(name).ok_or_else(|| GrammarError::UnknownTool(name.clone()))?]
+        }
+        ToolChoice::Auto | ToolChoice::Required => catalog.tools.iter().collect(),
+    };
+    let may_skip = matches!(options.tool_choice, ToolChoice::None | ToolChoice::Auto);
+    if !may_skip && options.max_calls == 0 {
+        return Err(GrammarError::Invalid("max_calls = 0 with a tool_choice that requires a call".into()));
+    }
+    if !may_skip && tools.is_empty() {
+        return Err(GrammarError::Invalid("tool_choice requires a call but the catalog has no tools".into()));
+    }
+    let max_calls = if tools.is_empty() { 0 } else { options.max_calls };
+    let surface = if options.syntax == Syntax::Dsl { Surface::Dsl } else { Surface::Json };
+    let mut g = Gen::new(surface, &options.policy);
+
+    // per-tool argument expressions
+    let mut calls: Vec<(String, String)> = Vec::new(); // (tool name, args expr)
+    for tool in &tools {
+        let args = match surface {
+            Surface::Json => g.json_object(&tool.name, "", &tool.parameters)?,
+            Surface::Dsl => match g.object_body(&tool.name, "", "", &tool.parameters, None)? {
+                (Some(ne), true) => format!("[{ne}]"),
+                (Some(ne), false) => ne,
+                (None, _) => String::new(),
+            },
+        };
+        calls.push((tool.name.clone(), args));
+    }
+
+    let mut top = String::new();
+    let mut alts: Vec<String> = Vec::new();
+    match options.syntax {
+        Syntax::Dsl => {
+            let call_alts: Vec<String> =
+                calls.iter().map(|(name, args)| format!("{} {args} \")\"", lit(&format!("{name}(")))).collect();
+            if may_skip {
+                alts.push("\"done\\n\"".into());
+            }
+            if max_calls > 0 {
+                let call = g.rule("call", &call_alts.join("\n    | "));
+                let more = if max_calls > 1 { format!(" (\" | \" {call}){}", repeat(0, Some(max_calls - 1))) } else { String::new() };
+                alts.push(format!("{call}{more} \"\\n\""));
+            }
+        }
+        Syntax::Envelope => {
+            let spoken = g.token(format!("/\"{JSON_CHAR}*\"/"));
+            let tail = format!("[COMMA \"\\\"spoken_text\\\"\" COLON {spoken}]");
+            if may_skip {
+                alts.push(format!("\"{{\\\"verb\\\"\" COLON \"null\" {tail} \"}}\""));
+            }
+            if max_calls > 0 {
+                let heads: Vec<String> = calls
+                    .iter()
+                    .map(|(name, args)| {
+                        let verb = lit(&serde_json::to_string(name).unwrap_or_default());
+                        format!("\"{{\\\"verb\\\"\" COLON {verb} COMMA \"\\\"args\\\"\" COLON {args}")
+                    })
+                    .collect();
+                let head = g.rule("env", &heads.join("\n    | "));
+                let first = g.rule("env_first", &format!("{head} {tail} \"}}\""));
+                alts.push(first.clone());
+                if max_calls > 1 {
+                    let rest = g.rule("env_rest", &format!("{head} \"}}\""));
+                    alts.push(format!("\"[\" {first} (COMMA {rest}){} \"]\"", repeat(0, Some(max_calls - 1))));
+                }
+            }
+        }
+        Syntax::JsonArray | Syntax::OpenAi => {
+            let items: Vec<String> = calls
+                .iter()
+                .map(|(name, args)| {
+                    let n = lit(&serde_json::to_string(name).unwrap_or_default());
+                    if options.syntax == Syntax::JsonArray {
+                        format!("\"{{\\\"name\\\"\" COLON {n} COMMA \"\\\"arguments\\\"\" COLON {args} \"}}\"")
+                    } else {
+                        format!(
+                            "\"{{\\\"type\\\"\" COLON \"\\\"function\\\"\" COMMA \"\\\"function\\\"\" COLON \"{{\\\"name\\\"\" COLON {n} COMMA \"\\\"arguments\\\"\" COLON {args} \"}}\" \"}}\""
+                        )
+                    }
+                })
+                .collect();
+            let list = if max_calls > 0 {
+                let item = g.rule("call", &items.join("\n    | "));
+                let list = format!("{item} (COMMA {item}){}", repeat(0, Some(max_calls - 1)));
+                if may_skip {
+                    format!("\"[\" [{list}] \"]\"")
+                } else {
+                    format!("\"[\" {list} \"]\"")
+                }
+            } else {
+                "\"[\" \"]\"".to_string()
+            };
+            if options.syntax == Syntax::JsonArray {
+                alts.push(list);
+            } else {
+                let content = g.token(format!("/\"{JSON_CHAR}*\"/"));
+                alts.push(format!(
+                    "\"{{\\\"content\\\"\" COLON (\"null\" | {content}) COMMA \"\\\"tool_calls\\\"\" COLON {list} \"}}\""
+                ));
+            }
+        }
+    }
+    if alts.is_empty() {
+        return Err(GrammarError::Invalid("no output is possible with these options".into()));
+    }
+    let _ = writeln!(top, "%llguidance {{}}\n\nstart: {}\n", alts.join("\n    | "));
+    let mut lark = top;
+    lark.push_str(&g.rules);
+    lark.push('\n');
+    if surface == Surface::Json {
+        lark.push_str("COLON: /: ?/\nCOMMA: /, ?/\n");
+    }
+    lark.push_str(&g.token_defs);
+    Ok(Template {
+        lark,
+        copy_holes: g.copy_holes,
+        entity_holes: g.entity_holes,
+        copy_unit: options.policy.copy_unit,
+    })
+}
+
+/// The full grammar text for one request (what `plansmith grammar` prints).
+pub fn grammar_text(catalog: &Catalog, options: &Options, request: &Request) -> Result<String, GrammarError> {
+    Ok(template(catalog, options)?.grammar(request))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn word_chunks_follow_core_classes() {
+        assert_eq!(chunks("press cmd+s, now!", CopyUnit::Words), vec!["press", " ", "cmd", "+", "s", ",", " ", "now", "!"]);
+        assert_eq!(chunks("ab", CopyUnit::Chars), vec!["a", "b"]);
+        assert!(chunks("", CopyUnit::Words).is_empty());
+    }
+}
