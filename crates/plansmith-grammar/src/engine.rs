@@ -159,11 +159,8 @@ impl Engine {
         }
         let template = gen::template(catalog, options)?;
         let ready = if template.is_request_independent() {
-            let m = self.matcher(&template.grammar(&Request::default()))?;
-            Some(m)
+            Some(self.matcher(&template.grammar(&Request::default())?)?)
         } else {
-            // compile once with an empty request to surface grammar errors at prepare time
-            self.matcher(&template.grammar(&Request::new("x")))?;
             None
         };
         let bytes = template.template_text().len() * 8 + 4096;
@@ -178,7 +175,7 @@ impl Engine {
     pub fn constraint_for(&self, prepared: &Prepared, request: &Request) -> Result<Constraint, GrammarError> {
         let matcher = match &prepared.ready {
             Some(m) => m.clone(),
-            None => self.matcher(&prepared.template.grammar(request))?,
+            None => self.matcher(&prepared.template.grammar(request)?)?,
         };
         Ok(Constraint::new(matcher, self.env.clone()))
     }

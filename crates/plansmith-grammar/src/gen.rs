@@ -111,8 +111,95 @@ impl Options {
 pub(crate) struct CopyHole {
     /// JSON string (chunks are JSON-escaped and the span is quoted) or bare text.
     quoted: bool,
+    /// How to tell whether the request has any span for this hole.
+    check: HoleCheck,
     /// Regex the span is intersected with (DSL safety, lengths, integer shape...).
     conj: String,
+}
+
+impl EntityHole {
+    /// The visible labels of this type that the value rules allow, sorted, deduplicated.
+    fn labels<'r>(&self, request: &'r Request, unit: CopyUnit) -> Vec<&'r str> {
+        let mut labels: Vec<&str> = request
+            .entities
+            .iter()
+            .filter(|e| e.entity_type == self.entity_type)
+            .map(|e| e.label.as_str())
+            .filter(|l| {
+                let n = l.chars().count();
+                n >= self.min_len.max(1)
+                    && self.max_len.is_none_or(|m| n <= m)
+                    && (self.quoted || is_valid_dsl_value(l))
+                    && (!self.copy || is_copied(l, &request.text, unit))
+            })
+            .collect();
+        labels.sort_unstable();
+        labels.dedup();
+        labels
+    }
+
+    fn alternatives(&self, labels: &[&str]) -> String {
+        let alts: Vec<String> = labels
+            .iter()
+            .map(|l| if self.quoted { lit(&serde_json::to_string(l).unwrap_or_default()) } else { lit(l) })
+            .collect();
+        alts.join(" | ")
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum HoleCheck {
+    /// A string of `min..=max` characters; `dsl`: none of the DSL's reserved characters.
+    Str { dsl: bool, min: usize, max: Option<usize> },
+    /// A span matching this regex, at most `max_len` bytes long (on the escaped text when
+    /// `quoted`).
+    Regex { regex: String, max_len: usize, quoted: bool },
+}
+
+impl HoleCheck {
+    /// Whether some span of `chunks` (contiguous, whole chunks) satisfies the check.
+    fn satisfiable(&self, chunks: &[&str]) -> bool {
+        match self {
+            HoleCheck::Str { dsl, min, max } => {
+                for i in 0..chunks.len() {
+                    let mut len = 0;
+                    for c in &chunks[i..] {
+                        if *dsl && c.contains(plansmith_core::syntax::DSL_FORBIDDEN) {
+                            break;
+                        }
+                        len += c.chars().count();
+                        if max.is_some_and(|m| len > m) {
+                            break;
+                        }
+                        if len >= *min {
+                            return true;
+                        }
+                    }
+                }
+                false
+            }
+            HoleCheck::Regex { regex, max_len, quoted } => {
+                let Ok(mut rx) = llguidance::derivre::Regex::new(regex) else { return true };
+                for i in 0..chunks.len() {
+                    let mut span = String::new();
+                    for c in &chunks[i..] {
+                        if *quoted {
+                            span.push_str(&rx::json_escape_body(c));
+                        } else {
+                            span.push_str(c);
+                        }
+                        if span.len() > *max_len {
+                            break;
+                        }
+                        if rx.is_match(&span) {
+                            return true;
+                        }
+                    }
+                }
+                false
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -134,6 +221,8 @@ pub struct Template {
     copy_holes: Vec<CopyHole>,
     entity_holes: Vec<EntityHole>,
     copy_unit: CopyUnit,
+    catalog: std::sync::Arc<Catalog>,
+    options: Options,
 }
 
 impl Template {
@@ -149,7 +238,26 @@ impl Template {
     }
 
     /// The complete Lark grammar for one request.
-    pub fn grammar(&self, request: &Request) -> String {
+    ///
+    /// Usually the template plus a few hole definitions. When a copy hole has no span in the
+    /// request (e.g. an integer to copy and no number in the request), the grammar is
+    /// regenerated for this request with that value impossible — optional keys dropped,
+    /// tools that need it removed — so decoding never walks into a dead end. That fails only
+    /// when a call is required and no tool can be called.
+    pub fn grammar(&self, request: &Request) -> Result<String, GrammarError> {
+        if !self.copy_holes.is_empty() {
+            let raw = chunks(&request.text, self.copy_unit);
+            let impossible: Vec<CopyHole> =
+                self.copy_holes.iter().filter(|h| !h.check.satisfiable(&raw)).cloned().collect();
+            if !impossible.is_empty() {
+                let variant = generate(&self.catalog, &self.options, impossible, Some(request))?;
+                return Ok(variant.fill(request));
+            }
+        }
+        Ok(self.fill(request))
+    }
+
+    fn fill(&self, request: &Request) -> String {
         let mut out = String::with_capacity(self.lark.len() + 256 + request.text.len() * 4);
         out.push_str(&self.lark);
         if self.copy_holes.is_empty() && self.entity_holes.is_empty() {
@@ -181,29 +289,11 @@ impl Template {
             }
         }
         for (i, h) in self.entity_holes.iter().enumerate() {
-            let mut labels: Vec<&str> = request
-                .entities
-                .iter()
-                .filter(|e| e.entity_type == h.entity_type)
-                .map(|e| e.label.as_str())
-                .filter(|l| {
-                    let n = l.chars().count();
-                    n >= h.min_len.max(1)
-                        && h.max_len.is_none_or(|m| n <= m)
-                        && (h.quoted || is_valid_dsl_value(l))
-                        && (!h.copy || is_copied(l, &request.text, self.copy_unit))
-                })
-                .collect();
-            labels.sort_unstable();
-            labels.dedup();
+            let labels = h.labels(request, self.copy_unit);
             if labels.is_empty() {
                 let _ = writeln!(out, "ent_{i}: {}", h.fallback);
             } else {
-                let alts: Vec<String> = labels
-                    .iter()
-                    .map(|l| if h.quoted { lit(&serde_json::to_string(l).unwrap_or_default()) } else { lit(l) })
-                    .collect();
-                let _ = writeln!(out, "ent_{i}: {}", alts.join(" | "));
+                let _ = writeln!(out, "ent_{i}: {}", h.alternatives(&labels));
             }
         }
         out
@@ -260,16 +350,34 @@ struct Gen<'a> {
     leaf_memo: HashMap<String, String>,
     copy_holes: Vec<CopyHole>,
     entity_holes: Vec<EntityHole>,
+    /// Holes known to have no span in the request (regeneration for one request).
+    impossible: Vec<CopyHole>,
+    /// The request, when generating for one request (entity branches decided now).
+    request: Option<(&'a Request, CopyUnit)>,
 }
 
-type R<T> = Result<T, GrammarError>;
+/// Internal: a typed refusal, or "no value exists for this request" (a copy span with no
+/// match), which enclosing optional keys / branches / tools absorb.
+#[derive(Debug)]
+enum GenErr {
+    Grammar(GrammarError),
+    Impossible,
+}
 
-fn unsupported(tool: &str, path: &str, feature: impl Into<String>) -> GrammarError {
-    GrammarError::Unsupported {
+impl From<GrammarError> for GenErr {
+    fn from(e: GrammarError) -> Self {
+        GenErr::Grammar(e)
+    }
+}
+
+type R<T> = Result<T, GenErr>;
+
+fn unsupported(tool: &str, path: &str, feature: impl Into<String>) -> GenErr {
+    GenErr::Grammar(GrammarError::Unsupported {
         tool: tool.to_string(),
         path: if path.is_empty() { "(arguments)".into() } else { path.to_string() },
         feature: feature.into(),
-    }
+    })
 }
 
 fn types(schema: &Value) -> Vec<&str> {
@@ -387,6 +495,8 @@ impl<'a> Gen<'a> {
             leaf_memo: HashMap::new(),
             copy_holes: Vec::new(),
             entity_holes: Vec::new(),
+            impossible: Vec::new(),
+            request: None,
         }
     }
 
@@ -409,8 +519,11 @@ impl<'a> Gen<'a> {
         name
     }
 
-    fn copy_hole(&mut self, quoted: bool, conj: String) -> String {
-        let hole = CopyHole { quoted, conj };
+    fn copy_hole(&mut self, quoted: bool, conj: String, check: HoleCheck) -> R<String> {
+        let hole = CopyHole { quoted, conj, check };
+        if self.impossible.contains(&hole) {
+            return Err(GenErr::Impossible);
+        }
         let i = match self.copy_holes.iter().position(|h| *h == hole) {
             Some(i) => i,
             None => {
@@ -418,7 +531,7 @@ impl<'a> Gen<'a> {
                 self.copy_holes.len() - 1
             }
         };
-        format!("copy_{i}")
+        Ok(format!("copy_{i}"))
     }
 
     fn entity_hole(&mut self, hole: EntityHole) -> String {
@@ -445,16 +558,32 @@ impl<'a> Gen<'a> {
     fn sequence(&mut self, segs: &[(String, bool)]) -> (Option<String>, bool) {
         let n = segs.len();
         let sep = self.sep();
-        // tail[i]: the segments i.. each prefixed by the separator (named: used twice)
+        // ne[i] (a non-empty sequence drawn from segments i..) is needed when every segment
+        // before i is optional; tail[i] (segments i.., each prefixed by the separator) when
+        // ne[i-1] or tail[i-1] is.
+        let mut ne_needed = vec![false; n];
+        ne_needed[0] = true;
+        for i in 1..n {
+            ne_needed[i] = ne_needed[i - 1] && !segs[i - 1].1;
+        }
+        let mut tail_needed = vec![false; n + 1];
+        for i in 1..=n {
+            tail_needed[i] = ne_needed[i - 1] || tail_needed[i - 1];
+        }
         let mut tail = vec![String::new(); n + 1];
-        for i in (0..n).rev() {
+        for i in (1..n).rev() {
+            if !tail_needed[i] {
+                continue;
+            }
             let (seg, req) = &segs[i];
             let item = if *req { format!("{sep} {seg}") } else { format!("({sep} {seg})?") };
             tail[i] = if tail[i + 1].is_empty() { item } else { self.rule("tl", &format!("{item} {}", tail[i + 1])) };
         }
-        // ne[i]: a non-empty sequence drawn from segments i..
         let mut nonempty: Option<String> = None;
         for i in (0..n).rev() {
+            if !ne_needed[i] {
+                continue;
+            }
             let (seg, req) = &segs[i];
             let here = format!("{seg} {}", tail[i + 1]).trim().to_string();
             let expr = match (&nonempty, req) {
@@ -488,6 +617,11 @@ impl<'a> Gen<'a> {
             && schema.get("const").is_none();
         if copy {
             return self.copy_value(tool, path, schema, ts[0]);
+        }
+        let copy_enum = self.policy.requires_copy(tool, path, schema)
+            && (schema.get("enum").is_some() || schema.get("const").is_some());
+        if copy_enum {
+            return self.copy_enum(tool, path, schema);
         }
         if schema.get("enum").is_some() || schema.get("const").is_some() {
             return self.enum_value(tool, path, schema);
@@ -566,15 +700,35 @@ impl<'a> Gen<'a> {
         let branches = any.as_array().ok_or_else(|| unsupported(tool, path, "`anyOf` must be an array"))?;
         let mut alts = Vec::new();
         for b in branches {
-            alts.push(self.value(tool, path, b)?);
+            match self.value(tool, path, b) {
+                Ok(e) => alts.push(e),
+                Err(GenErr::Impossible) => {}
+                Err(e) => return Err(e),
+            }
         }
         if alts.is_empty() {
-            return Err(unsupported(tool, path, "empty `anyOf`"));
+            return Err(if branches.is_empty() { unsupported(tool, path, "empty `anyOf`") } else { GenErr::Impossible });
         }
         Ok(format!("({})", alts.join(" | ")))
     }
 
     fn enum_value(&mut self, tool: &str, path: &str, schema: &Value) -> R<String> {
+        let kept = self.enum_texts(tool, path, schema)?;
+        let mut alts: Vec<String> = kept
+            .iter()
+            .map(|v| match (self.surface, v) {
+                (Surface::Dsl, Value::String(s)) => lit(s),
+                (Surface::Dsl, v) => lit(&v.to_string()),
+                (Surface::Json, v) => lit(&v.to_string()),
+            })
+            .collect();
+        alts.sort();
+        alts.dedup();
+        Ok(format!("({})", alts.join(" | ")))
+    }
+
+    /// The enum/const values representable (and typed back correctly) in this syntax.
+    fn enum_texts(&mut self, tool: &str, path: &str, schema: &Value) -> R<Vec<Value>> {
         let values: Vec<&Value> = match (schema.get("enum"), schema.get("const")) {
             (Some(Value::Array(a)), None) => a.iter().collect(),
             (None, Some(c)) => vec![c],
@@ -592,22 +746,43 @@ impl<'a> Gen<'a> {
                         _ => continue,
                     };
                     if is_valid_dsl_value(&s) && dsl_typed(schema, &s) == *v {
-                        alts.push(lit(&s));
+                        alts.push(v.clone());
                     }
                 }
                 Surface::Json => {
                     if json_type_ok(&ts, v) {
-                        alts.push(lit(&v.to_string()));
+                        alts.push(v.clone());
                     }
                 }
             }
         }
-        alts.sort();
-        alts.dedup();
         if alts.is_empty() {
             return Err(unsupported(tool, path, "no `enum`/`const` value is representable in this syntax"));
         }
-        Ok(format!("({})", alts.join(" | ")))
+        Ok(alts)
+    }
+
+    /// An enum/const value the policy also wants copied: a copy span that must equal one of
+    /// the values.
+    fn copy_enum(&mut self, tool: &str, path: &str, schema: &Value) -> R<String> {
+        let alts = self.enum_texts(tool, path, schema)?;
+        let quoted = self.surface == Surface::Json && alts.iter().all(|v| v.is_string());
+        let mut texts = Vec::new();
+        for v in &alts {
+            let t = match (v, self.surface) {
+                (Value::String(s), Surface::Dsl) => s.clone(),
+                (Value::String(s), Surface::Json) if quoted => rx::json_escape_body(s),
+                (Value::Number(_), _) => v.to_string(),
+                _ => continue,
+            };
+            texts.push(t);
+        }
+        if texts.is_empty() {
+            return Err(unsupported(tool, path, "copy-from-request on an enum with no copyable value"));
+        }
+        let max_len = texts.iter().map(String::len).max().unwrap_or(0);
+        let regex = format!("(?:{})", texts.iter().map(|t| rx::escape_literal(t)).collect::<Vec<_>>().join("|"));
+        self.copy_hole(quoted, regex.clone(), HoleCheck::Regex { regex, max_len, quoted })
     }
 
     fn lengths(&self, tool: &str, path: &str, schema: &Value) -> R<(usize, Option<usize>)> {
@@ -651,14 +826,16 @@ impl<'a> Gen<'a> {
 
     fn copy_value(&mut self, tool: &str, path: &str, schema: &Value, ty: &str) -> R<String> {
         let quoted = self.surface == Surface::Json && ty == "string";
-        let conj = match ty {
+        let conj: (String, HoleCheck) = match ty {
             "integer" => {
                 let (lo, hi) = int_bounds(schema);
-                rx::integer_range(lo, hi).ok_or_else(|| unsupported(tool, path, "numeric range admits no value"))?
+                let r = rx::integer_range(lo, hi).ok_or_else(|| unsupported(tool, path, "numeric range admits no value"))?;
+                return self.copy_hole(quoted, r.clone(), HoleCheck::Regex { regex: r, max_len: 24, quoted: false });
             }
             "number" => {
                 let (lo, hi) = bounds(schema);
-                rx::number_range(lo, hi).ok_or_else(|| unsupported(tool, path, "numeric range admits no value"))?
+                let r = rx::number_range(lo, hi).ok_or_else(|| unsupported(tool, path, "numeric range admits no value"))?;
+                return self.copy_hole(quoted, r.clone(), HoleCheck::Regex { regex: r, max_len: 24, quoted: false });
             }
             _ => {
                 if schema.get("pattern").is_some() || schema.get("format").is_some() {
@@ -666,29 +843,35 @@ impl<'a> Gen<'a> {
                 }
                 let (min, max) = self.lengths(tool, path, schema)?;
                 let min = min.max(1);
-                match self.surface {
+                let check = HoleCheck::Str { dsl: self.surface == Surface::Dsl, min, max };
+                let conj = match self.surface {
                     Surface::Dsl => format!("{DSL_SAFE}{}", repeat(min, max)),
                     Surface::Json => format!("{JSON_CHAR}{}", repeat(min, max)),
-                }
+                };
+                (conj, check)
             }
         };
-        Ok(self.copy_hole(quoted, conj))
+        self.copy_hole(quoted, conj.0, conj.1)
     }
 
     // ---------------------------------------------------------------- JSON containers
 
     fn json_object(&mut self, tool: &str, path: &str, schema: &Value) -> R<String> {
         if let Some(ent_types) = entity_ref_types(schema) {
-            return self.entity_object(tool, path, schema, &ent_types);
+            return self.entity(tool, path, schema, &ent_types, None);
         }
         self.object_like(tool, path, schema, None)
     }
 
     fn json_array(&mut self, tool: &str, path: &str, schema: &Value) -> R<String> {
         let items = schema.get("items").ok_or_else(|| unsupported(tool, path, "array without `items`"))?;
-        let item = self.value(tool, path, items)?;
-        let item = if item.contains(' ') { self.rule("it", &item) } else { item };
         let min = get_usize(schema, "minItems").unwrap_or(0);
+        let item = match self.value(tool, path, items) {
+            Ok(i) => i,
+            Err(GenErr::Impossible) if min == 0 => return Ok("\"[\" \"]\"".into()),
+            Err(e) => return Err(e),
+        };
+        let item = if item.contains(' ') { self.rule("it", &item) } else { item };
         let max = get_usize(schema, "maxItems");
         if max.is_some_and(|m| m < min) {
             return Err(unsupported(tool, path, "minItems > maxItems"));
@@ -706,39 +889,84 @@ impl<'a> Gen<'a> {
         Ok(if min == 0 { format!("\"[\" [{inner}] \"]\"") } else { format!("\"[\" {inner} \"]\"") })
     }
 
-    /// EntityRef objects: one branch per entity type, whose label is an entity hole.
-    fn entity_object(&mut self, tool: &str, path: &str, schema: &Value, ent_types: &[String]) -> R<String> {
+    /// EntityRef objects: one branch per entity type, whose label is an entity hole (or, when
+    /// generating for one request whose copy spans cannot produce a label, the visible labels
+    /// themselves, or no branch). `dsl_prefix`: the dotted key prefix in the DSL.
+    fn entity(&mut self, tool: &str, path: &str, schema: &Value, ent_types: &[String], dsl_prefix: Option<&str>) -> R<String> {
         let label_schema = &schema["properties"]["label"];
         let label_path = join_path(path, "label");
-        let fallback = self.value(tool, &label_path, label_schema)?;
+        let fallback = match self.value(tool, &label_path, label_schema) {
+            Ok(e) => Some(e),
+            Err(GenErr::Impossible) => None,
+            Err(e) => return Err(e),
+        };
         let copy = self.policy.requires_copy(tool, &label_path, label_schema);
         let (min_len, max_len) = self.lengths(tool, &label_path, label_schema)?;
-        let type_required = schema
-            .get("required")
-            .and_then(Value::as_array)
-            .is_some_and(|r| r.iter().any(|v| v == "type"));
+        let type_required =
+            schema.get("required").and_then(Value::as_array).is_some_and(|r| r.iter().any(|v| v == "type"));
+        let quoted = self.surface == Surface::Json;
         let mut alts = Vec::new();
         for t in ent_types {
-            let hole = self.entity_hole(EntityHole {
-                quoted: self.surface == Surface::Json,
+            let hole = EntityHole {
+                quoted,
                 entity_type: t.clone(),
-                fallback: fallback.clone(),
+                fallback: fallback.clone().unwrap_or_default(),
                 copy,
                 min_len,
                 max_len,
-            });
+            };
+            let label = if fallback.is_some() {
+                self.entity_hole(hole)
+            } else {
+                let labels = self.request.map(|(r, unit)| hole.labels(r, unit)).unwrap_or_default();
+                if labels.is_empty() {
+                    continue;
+                }
+                format!("({})", hole.alternatives(&labels))
+            };
             let mut branch = schema.clone();
             branch["properties"]["type"] = serde_json::json!({"type": "string", "const": t});
-            alts.push(self.object_like(tool, path, &branch, Some(("label", hole)))?);
+            match self.entity_branch(tool, path, &branch, Some(("label", label)), dsl_prefix) {
+                Ok(e) => alts.push(e),
+                Err(GenErr::Impossible) => {}
+                Err(e) => return Err(e),
+            }
         }
         if !type_required {
             let mut branch = schema.clone();
             if let Some(p) = branch["properties"].as_object_mut() {
                 p.remove("type");
             }
-            alts.push(self.object_like(tool, path, &branch, None)?);
+            match self.entity_branch(tool, path, &branch, None, dsl_prefix) {
+                Ok(e) => alts.push(e),
+                Err(GenErr::Impossible) => {}
+                Err(e) => return Err(e),
+            }
         }
-        Ok(format!("({})", alts.join(" | ")))
+        if alts.is_empty() {
+            return Err(GenErr::Impossible);
+        }
+        Ok(match dsl_prefix {
+            Some(_) => self.rule("ent_obj", &alts.join(" | ")),
+            None => format!("({})", alts.join(" | ")),
+        })
+    }
+
+    fn entity_branch(
+        &mut self,
+        tool: &str,
+        path: &str,
+        branch: &Value,
+        ov: Option<(&str, String)>,
+        dsl_prefix: Option<&str>,
+    ) -> R<String> {
+        match dsl_prefix {
+            None => self.object_like(tool, path, branch, ov),
+            Some(prefix) => match self.object_body(tool, path, prefix, branch, ov)? {
+                (Some(ne), _) => Ok(ne),
+                (None, _) => Err(GenErr::Impossible),
+            },
+        }
     }
 
     /// A JSON object with an optional value override for one property.
@@ -779,28 +1007,34 @@ impl<'a> Gen<'a> {
             let seg = match self.surface {
                 Surface::Json => {
                     let v = match &ov {
-                        Some((name, e)) if *name == k => e.clone(),
-                        _ => self.value(tool, &child_path, sub)?,
+                        Some((name, e)) if *name == k => Ok(e.clone()),
+                        _ => self.value(tool, &child_path, sub),
                     };
                     let key = lit(&serde_json::to_string(k).unwrap_or_default());
-                    Some(format!("{key} COLON {v}"))
+                    v.map(|v| Some(format!("{key} COLON {v}")))
                 }
                 Surface::Dsl => {
                     let key = format!("{key_prefix}{k}");
                     match &ov {
-                        Some((name, e)) if *name == k => Some(format!("{} {e}", lit(&format!("{key}=")))),
-                        _ => self.dsl_segment(tool, &child_path, &key, sub)?,
+                        Some((name, e)) if *name == k => Ok(Some(format!("{} {e}", lit(&format!("{key}="))))),
+                        _ => self.dsl_segment(tool, &child_path, &key, sub),
                     }
                 }
+            };
+            let seg = match seg {
+                Ok(s) => s,
+                Err(GenErr::Impossible) if !req => None,
+                Err(e) => return Err(e),
             };
             match seg {
                 Some(s) => {
                     let s = if s.contains('|') { self.rule("kv", &s) } else { s };
                     segs.push((s, req));
                 }
-                None if req => {
+                None if req && self.impossible.is_empty() => {
                     return Err(unsupported(tool, &child_path, "required value cannot be written in the DSL (empty object or array)"))
                 }
+                None if req => return Err(GenErr::Impossible),
                 None => {}
             }
         }
@@ -822,8 +1056,8 @@ impl<'a> Gen<'a> {
                 return Err(unsupported(tool, path, "`anyOf` in the plan DSL"));
             }
             if let Some(ent) = entity_ref_types(schema) {
-                let ent_path = path.to_string();
-                return self.dsl_entity(tool, &ent_path, key, schema, &ent).map(Some);
+                let prefix = format!("{key}.");
+                return self.entity(tool, path, schema, &ent, Some(&prefix)).map(Some);
             }
             let prefix = format!("{key}.");
             return Ok(self.object_body(tool, path, &prefix, schema, None)?.0);
@@ -838,44 +1072,6 @@ impl<'a> Gen<'a> {
         Ok(Some(format!("{} {v}", lit(&format!("{key}=")))))
     }
 
-    fn dsl_entity(&mut self, tool: &str, path: &str, key: &str, schema: &Value, ent: &[String]) -> R<String> {
-        // object_like (DSL) uses `path` as the dotted key; for arrays the key differs from the
-        // policy path, so build branches here with an explicit prefix.
-        let label_schema = &schema["properties"]["label"];
-        let label_path = join_path(path, "label");
-        let fallback = self.value(tool, &label_path, label_schema)?;
-        let copy = self.policy.requires_copy(tool, &label_path, label_schema);
-        let (min_len, max_len) = self.lengths(tool, &label_path, label_schema)?;
-        let type_required =
-            schema.get("required").and_then(Value::as_array).is_some_and(|r| r.iter().any(|v| v == "type"));
-        let prefix = format!("{key}.");
-        let mut alts = Vec::new();
-        for t in ent {
-            let hole = self.entity_hole(EntityHole {
-                quoted: false,
-                entity_type: t.clone(),
-                fallback: fallback.clone(),
-                copy,
-                min_len,
-                max_len,
-            });
-            let mut branch = schema.clone();
-            branch["properties"]["type"] = serde_json::json!({"type": "string", "const": t});
-            if let (Some(ne), _) = self.object_body(tool, path, &prefix, &branch, Some(("label", hole)))? {
-                alts.push(ne);
-            }
-        }
-        if !type_required {
-            let mut branch = schema.clone();
-            if let Some(p) = branch["properties"].as_object_mut() {
-                p.remove("type");
-            }
-            if let (Some(ne), _) = self.object_body(tool, path, &prefix, &branch, None)? {
-                alts.push(ne);
-            }
-        }
-        Ok(self.rule("ent_obj", &alts.join(" | ")))
-    }
 
     fn dsl_array(&mut self, tool: &str, path: &str, key: &str, schema: &Value) -> R<Option<String>> {
         let items = schema.get("items").ok_or_else(|| unsupported(tool, path, "array without `items`"))?;
@@ -910,6 +1106,15 @@ impl<'a> Gen<'a> {
 
 /// Generate the request-independent template for `catalog` under `options`.
 pub fn template(catalog: &Catalog, options: &Options) -> Result<Template, GrammarError> {
+    generate(catalog, options, Vec::new(), None)
+}
+
+fn generate(
+    catalog: &Catalog,
+    options: &Options,
+    impossible: Vec<CopyHole>,
+    request: Option<&Request>,
+) -> Result<Template, GrammarError> {
     let tools: Vec<&plansmith_core::Tool> = match &options.tool_choice {
         ToolChoice::None => Vec::new(),
         ToolChoice::Named(name) => {
@@ -924,24 +1129,37 @@ pub fn template(catalog: &Catalog, options: &Options) -> Result<Template, Gramma
     if !may_skip && tools.is_empty() {
         return Err(GrammarError::Invalid("tool_choice requires a call but the catalog has no tools".into()));
     }
-    let max_calls = if tools.is_empty() { 0 } else { options.max_calls };
     let surface = if options.syntax == Syntax::Dsl { Surface::Dsl } else { Surface::Json };
     let mut g = Gen::new(surface, &options.policy);
+    g.impossible = impossible;
+    g.request = request.map(|r| (r, options.policy.copy_unit));
 
     // per-tool argument expressions
     let mut calls: Vec<(String, String)> = Vec::new(); // (tool name, args expr)
     for tool in &tools {
         let args = match surface {
-            Surface::Json => g.json_object(&tool.name, "", &tool.parameters)?,
-            Surface::Dsl => match g.object_body(&tool.name, "", "", &tool.parameters, None)? {
+            Surface::Json => g.json_object(&tool.name, "", &tool.parameters),
+            Surface::Dsl => g.object_body(&tool.name, "", "", &tool.parameters, None).map(|b| match b {
                 (Some(ne), true) => format!("[{ne}]"),
                 (Some(ne), false) => ne,
                 (None, _) => String::new(),
-            },
+            }),
         };
-        calls.push((tool.name.clone(), args));
+        match args {
+            Ok(args) => calls.push((tool.name.clone(), args)),
+            // a value this request cannot supply: the tool cannot be called for it
+            Err(GenErr::Impossible) => {}
+            Err(GenErr::Grammar(e)) => return Err(e),
+        }
     }
+    if calls.is_empty() && !may_skip {
+        return Err(GrammarError::Invalid(
+            "a call is required but no tool can be called with values copied from this request".into(),
+        ));
+    }
+    let tools_left = calls.len();
 
+    let max_calls = if tools_left == 0 { 0 } else { options.max_calls };
     let mut top = String::new();
     let mut alts: Vec<String> = Vec::new();
     match options.syntax {
@@ -996,7 +1214,11 @@ pub fn template(catalog: &Catalog, options: &Options) -> Result<Template, Gramma
                 .collect();
             let list = if max_calls > 0 {
                 let item = g.rule("call", &items.join("\n    | "));
-                let list = format!("{item} (COMMA {item}){}", repeat(0, Some(max_calls - 1)));
+                let list = if max_calls > 1 {
+                    format!("{item} (COMMA {item}){}", repeat(0, Some(max_calls - 1)))
+                } else {
+                    item
+                };
                 if may_skip {
                     format!("\"[\" [{list}] \"]\"")
                 } else {
@@ -1031,12 +1253,14 @@ pub fn template(catalog: &Catalog, options: &Options) -> Result<Template, Gramma
         copy_holes: g.copy_holes,
         entity_holes: g.entity_holes,
         copy_unit: options.policy.copy_unit,
+        catalog: std::sync::Arc::new(catalog.clone()),
+        options: options.clone(),
     })
 }
 
 /// The full grammar text for one request (what `plansmith grammar` prints).
 pub fn grammar_text(catalog: &Catalog, options: &Options, request: &Request) -> Result<String, GrammarError> {
-    Ok(template(catalog, options)?.grammar(request))
+    template(catalog, options)?.grammar(request)
 }
 
 #[cfg(test)]

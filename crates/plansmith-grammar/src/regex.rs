@@ -211,6 +211,19 @@ pub fn escape_slashes(rx: &str) -> String {
     out
 }
 
+/// A regex matching exactly `s` (non-alphanumeric characters as `\x{..}` escapes).
+pub fn escape_literal(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() * 2);
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c);
+        } else {
+            out.push_str(&format!("\\x{{{:X}}}", c as u32));
+        }
+    }
+    out
+}
+
 /// A Lark string literal for `s`.
 pub fn lit(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
