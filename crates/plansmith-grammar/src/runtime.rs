@@ -176,17 +176,22 @@ impl Constraint {
     }
 
     /// Tokens the grammar forces next (fast-forward: skip the model for them), not yet
-    /// committed. Empty when dead or when nothing is forced. Tokenized greedily.
+    /// committed. Empty when dead, finished, or when nothing is forced. The forced bytes are
+    /// tokenized greedily (longest match): always accepted by the grammar, though not
+    /// necessarily the split a BPE tokenizer would choose.
     pub fn forced_tokens(&mut self) -> Vec<u32> {
         if self.dead.is_some() || self.matcher.is_stopped() {
             return Vec::new();
         }
-        let t = self.matcher.compute_ff_tokens();
+        let bytes = self.matcher.compute_ff_bytes();
         if let Some(e) = self.matcher.get_error() {
             self.die(e);
             return Vec::new();
         }
-        t
+        if bytes.is_empty() {
+            return Vec::new();
+        }
+        self.env.llg_env().tok_trie().greedy_tokenize(&bytes)
     }
 
     /// Whether the output so far is a complete plan (EOS would be allowed).
