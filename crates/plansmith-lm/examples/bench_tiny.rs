@@ -31,13 +31,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let dec = bench_decode(&DecodeBenchConfig::default())?;
     if json {
-        println!(
-            "{}",
-            serde_json::json!({"train": train, "decode": dec})
-        );
+        println!("{}", serde_json::json!({"train": train, "decode": dec}));
         return Ok(());
     }
-    println!("TinyGpt d_model 96, 3 layers, 4 heads, block 192, vocab 64 ({} params)", train[0].params);
+    println!(
+        "TinyGpt d_model 96, 3 layers, 4 heads, block 192, vocab 64 ({} params)",
+        train[0].params
+    );
     println!();
     println!("| train batch | seq len | ms/step | chars/s |");
     println!("|---:|---:|---:|---:|");
@@ -48,11 +48,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     println!();
-    println!("| decode ({}-token prompt, {} new) | value |", dec.prompt_len, dec.new_tokens);
+    println!(
+        "| decode ({}-token prompt, {} new) | value |",
+        dec.prompt_len, dec.new_tokens
+    );
     println!("|---|---:|");
     println!("| prefill (µs) | {:.0} |", dec.prefill_us);
     println!("| cached µs/token | {:.1} |", dec.cached_us_per_token);
-    println!("| uncached µs/token (full recompute) | {:.1} |", dec.uncached_us_per_token);
+    println!(
+        "| uncached µs/token (full recompute) | {:.1} |",
+        dec.uncached_us_per_token
+    );
     println!("| speedup | {:.1}x |", dec.speedup);
     println!("| snapshot restore (µs) | {:.2} |", dec.restore_us);
     Ok(())

@@ -69,8 +69,12 @@ fn synthetic_pairs(
 ) -> Vec<(Vec<u32>, Vec<u32>)> {
     (0..n)
         .map(|_| {
-            let p = (0..prompt_len).map(|_| rng.random_range(2..vocab as u32)).collect();
-            let c = (0..completion_len).map(|_| rng.random_range(2..vocab as u32)).collect();
+            let p = (0..prompt_len)
+                .map(|_| rng.random_range(2..vocab as u32))
+                .collect();
+            let c = (0..completion_len)
+                .map(|_| rng.random_range(2..vocab as u32))
+                .collect();
             (p, c)
         })
         .collect()
@@ -246,7 +250,10 @@ pub fn bench_decode(cfg: &DecodeBenchConfig) -> Result<DecodeBenchResult> {
         for &t in &extra {
             seq.push(t);
             let logits = model.forward(&seq)?;
-            let last = logits.narrow(0, seq.len() - 1, 1)?.flatten_all()?.to_vec1::<f32>()?;
+            let last = logits
+                .narrow(0, seq.len() - 1, 1)?
+                .flatten_all()?
+                .to_vec1::<f32>()?;
             std::hint::black_box(last);
         }
         uncached += t0.elapsed().as_secs_f64();

@@ -159,7 +159,10 @@ impl Codec for CharCodec {
             return Vec::new();
         }
         let mut buf = [0u8; 4];
-        self.itos[id as usize].encode_utf8(&mut buf).as_bytes().to_vec()
+        self.itos[id as usize]
+            .encode_utf8(&mut buf)
+            .as_bytes()
+            .to_vec()
     }
     fn eos_id(&self) -> u32 {
         self.eos

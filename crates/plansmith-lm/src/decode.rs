@@ -321,7 +321,11 @@ pub struct CompletionScore {
 }
 
 /// Log-probability of `completion` after `prompt` (token ids), in one cached forward pass.
-pub fn score_tokens(model: &TinyGpt, prompt: &[u32], completion: &[u32]) -> Result<CompletionScore> {
+pub fn score_tokens(
+    model: &TinyGpt,
+    prompt: &[u32],
+    completion: &[u32],
+) -> Result<CompletionScore> {
     if prompt.is_empty() {
         return Err(LmError::Data("score needs a non-empty prompt".into()));
     }
@@ -340,7 +344,10 @@ pub fn score_tokens(model: &TinyGpt, prompt: &[u32], completion: &[u32]) -> Resu
             block: model.config().block,
         });
     }
-    if let Some(&id) = completion.iter().find(|&&i| i as usize >= model.config().vocab) {
+    if let Some(&id) = completion
+        .iter()
+        .find(|&&i| i as usize >= model.config().vocab)
+    {
         return Err(LmError::TokenOutOfRange {
             place: "score (completion)",
             id,

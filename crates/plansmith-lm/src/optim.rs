@@ -110,9 +110,9 @@ impl AdamW {
         for s in &mut self.slots {
             for (key, dst) in [("m", &mut s.m), ("v", &mut s.v)] {
                 let name = format!("{key}.{}", s.name);
-                let t = tensors
-                    .get(&name)
-                    .ok_or_else(|| LmError::Config(format!("checkpoint lacks optimizer tensor {name}")))?;
+                let t = tensors.get(&name).ok_or_else(|| {
+                    LmError::Config(format!("checkpoint lacks optimizer tensor {name}"))
+                })?;
                 if t.dims() != s.var.dims() {
                     return Err(LmError::Config(format!(
                         "optimizer tensor {name} has shape {:?}, expected {:?}",

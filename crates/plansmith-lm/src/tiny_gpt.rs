@@ -84,13 +84,13 @@ impl TinyGptConfig {
         if self.d_model == 0 || self.n_layer == 0 || self.n_head == 0 || self.block == 0 {
             return bad("d_model, n_layer, n_head and block must all be > 0".into());
         }
-        if self.d_model % self.n_head != 0 {
+        if !self.d_model.is_multiple_of(self.n_head) {
             return bad(format!(
                 "d_model ({}) must be divisible by n_head ({})",
                 self.d_model, self.n_head
             ));
         }
-        if self.pos == PosEncoding::Rope && (self.d_model / self.n_head) % 2 != 0 {
+        if self.pos == PosEncoding::Rope && !(self.d_model / self.n_head).is_multiple_of(2) {
             return bad(format!(
                 "rope needs an even head dimension, got {}",
                 self.d_model / self.n_head
@@ -202,7 +202,11 @@ fn param_specs(cfg: &TinyGptConfig) -> Vec<(String, Vec<usize>, Init)> {
     let d = cfg.d_model;
     let std = 0.02f32;
     let resid_std = std / (2.0 * cfg.n_layer as f32).sqrt();
-    let mut specs = vec![("tok.weight".to_string(), vec![cfg.vocab, d], Init::Normal(std))];
+    let mut specs = vec![(
+        "tok.weight".to_string(),
+        vec![cfg.vocab, d],
+        Init::Normal(std),
+    )];
     if cfg.pos == PosEncoding::Learned {
         specs.push(("pos.weight".into(), vec![cfg.block, d], Init::Normal(std)));
     }
@@ -211,15 +215,31 @@ fn param_specs(cfg: &TinyGptConfig) -> Vec<(String, Vec<usize>, Init)> {
         specs.extend([
             (format!("{p}.ln1.weight"), vec![d], Init::Ones),
             (format!("{p}.ln1.bias"), vec![d], Init::Zeros),
-            (format!("{p}.attn.qkv.weight"), vec![3 * d, d], Init::Normal(std)),
+            (
+                format!("{p}.attn.qkv.weight"),
+                vec![3 * d, d],
+                Init::Normal(std),
+            ),
             (format!("{p}.attn.qkv.bias"), vec![3 * d], Init::Zeros),
-            (format!("{p}.attn.proj.weight"), vec![d, d], Init::Normal(resid_std)),
+            (
+                format!("{p}.attn.proj.weight"),
+                vec![d, d],
+                Init::Normal(resid_std),
+            ),
             (format!("{p}.attn.proj.bias"), vec![d], Init::Zeros),
             (format!("{p}.ln2.weight"), vec![d], Init::Ones),
             (format!("{p}.ln2.bias"), vec![d], Init::Zeros),
-            (format!("{p}.mlp.0.weight"), vec![4 * d, d], Init::Normal(std)),
+            (
+                format!("{p}.mlp.0.weight"),
+                vec![4 * d, d],
+                Init::Normal(std),
+            ),
             (format!("{p}.mlp.0.bias"), vec![4 * d], Init::Zeros),
-            (format!("{p}.mlp.2.weight"), vec![d, 4 * d], Init::Normal(resid_std)),
+            (
+                format!("{p}.mlp.2.weight"),
+                vec![d, 4 * d],
+                Init::Normal(resid_std),
+            ),
             (format!("{p}.mlp.2.bias"), vec![d], Init::Zeros),
         ]);
     }
@@ -442,10 +462,11 @@ impl TinyGpt {
                 std::io::Error::new(std::io::ErrorKind::NotFound, "weights file not found"),
             ));
         }
-        let tensors = candle_core::safetensors::load(path, device).map_err(|e| LmError::Weights {
-            path: path.to_path_buf(),
-            reason: e.to_string(),
-        })?;
+        let tensors =
+            candle_core::safetensors::load(path, device).map_err(|e| LmError::Weights {
+                path: path.to_path_buf(),
+                reason: e.to_string(),
+            })?;
         Self::from_tensors(cfg, tensors, device, path)
     }
 
@@ -484,7 +505,10 @@ impl TinyGpt {
         let mut x = w.tok.index_select(&ids.flatten_all()?, 0)?; // (b*t, d)
         if let Some(pos) = &w.pos {
             let p = pos.narrow(0, offset, t)?;
-            x = x.reshape((b, t, d))?.broadcast_add(&p)?.reshape((b * t, d))?;
+            x = x
+                .reshape((b, t, d))?
+                .broadcast_add(&p)?
+                .reshape((b * t, d))?;
         }
         let total = offset + t;
         let mask = if t > 1 {
@@ -595,12 +619,17 @@ impl TinyGpt {
     pub fn forward_step(&self, tokens: &[u32], cache: &mut KvCache) -> Result<Vec<f32>> {
         let h = self.extend_cache(tokens, cache)?;
         let last = h.narrow(0, tokens.len() - 1, 1)?;
-        Ok(self.head(&self.infer_w, &last)?.flatten_all()?.to_vec1::<f32>()?)
+        Ok(self
+            .head(&self.infer_w, &last)?
+            .flatten_all()?
+            .to_vec1::<f32>()?)
     }
 
     fn extend_cache(&self, tokens: &[u32], cache: &mut KvCache) -> Result<Tensor> {
         if tokens.is_empty() {
-            return Err(LmError::Data("forward_step needs at least one token".into()));
+            return Err(LmError::Data(
+                "forward_step needs at least one token".into(),
+            ));
         }
         self.check_ids(tokens, "forward_with_cache")?;
         let needed = cache.len + tokens.len();

@@ -95,7 +95,10 @@ impl TrainConfig {
             return Err(LmError::Config("train.batch_size must be > 0".into()));
         }
         if !(self.lr > 0.0 && self.lr.is_finite()) {
-            return Err(LmError::Config(format!("train.lr must be > 0, got {}", self.lr)));
+            return Err(LmError::Config(format!(
+                "train.lr must be > 0, got {}",
+                self.lr
+            )));
         }
         if !(0.0..=1.0).contains(&self.min_lr_ratio) || !(0.0..1.0).contains(&self.warmup_frac) {
             return Err(LmError::Config(
@@ -158,7 +161,11 @@ struct Example {
     loss_from: usize,
 }
 
-fn build_examples(pairs: &[(Vec<u32>, Vec<u32>)], block: usize, vocab: usize) -> Result<(Vec<Example>, usize)> {
+fn build_examples(
+    pairs: &[(Vec<u32>, Vec<u32>)],
+    block: usize,
+    vocab: usize,
+) -> Result<(Vec<Example>, usize)> {
     let mut out = Vec::with_capacity(pairs.len());
     let mut truncated = 0;
     for (i, (p, c)) in pairs.iter().enumerate() {
@@ -198,7 +205,8 @@ fn build_examples(pairs: &[(Vec<u32>, Vec<u32>)], block: usize, vocab: usize) ->
 
 /// The batches (lists of example indices) of epoch `epoch`, deterministic in `(seed, epoch)`.
 fn epoch_batches(examples: &[Example], cfg: &TrainConfig, epoch: usize) -> Vec<Vec<usize>> {
-    let mut rng = StdRng::seed_from_u64(cfg.seed ^ (epoch as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let mut rng =
+        StdRng::seed_from_u64(cfg.seed ^ (epoch as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let mut order: Vec<usize> = (0..examples.len()).collect();
     order.shuffle(&mut rng);
     let bs = cfg.batch_size;
@@ -231,7 +239,11 @@ struct Batch {
 }
 
 fn make_batch(model: &TinyGpt, examples: &[Example], idx: &[usize]) -> Result<Batch> {
-    let t = idx.iter().map(|&i| examples[i].inputs.len()).max().unwrap_or(1);
+    let t = idx
+        .iter()
+        .map(|&i| examples[i].inputs.len())
+        .max()
+        .unwrap_or(1);
     let b = idx.len();
     let mut ids = vec![0u32; b * t];
     let mut sel = Vec::new();
@@ -336,7 +348,10 @@ fn write_checkpoint(
     if let Ok(rd) = std::fs::read_dir(dir) {
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with("ckpt-") && name.ends_with(".safetensors") && name != state.weights_file {
+            if name.starts_with("ckpt-")
+                && name.ends_with(".safetensors")
+                && name != state.weights_file
+            {
                 let _ = std::fs::remove_file(e.path());
             }
         }
@@ -521,7 +536,7 @@ pub fn fit_token_pairs(
         epoch_loss_tokens += batch.n_loss;
         chars += batch.chars;
         step += 1;
-        let done_epoch = step % spe == 0;
+        let done_epoch = step.is_multiple_of(spe);
         if done_epoch {
             last_epoch_mean = epoch_loss_sum / epoch_loss_tokens.max(1) as f64;
             epoch_loss_sum = 0.0;
@@ -537,14 +552,26 @@ pub fn fit_token_pairs(
             chars as f64 / secs.max(1e-9)
         ));
         if let Some(ck) = &cfg.checkpoint {
-            if ck.every_steps > 0 && step % ck.every_steps == 0 && step < end {
-                save(step, &opt, epoch_loss_sum, epoch_loss_tokens, last_step_loss)?;
+            if ck.every_steps > 0 && step.is_multiple_of(ck.every_steps) && step < end {
+                save(
+                    step,
+                    &opt,
+                    epoch_loss_sum,
+                    epoch_loss_tokens,
+                    last_step_loss,
+                )?;
             }
         }
     }
     let seconds = t0.elapsed().as_secs_f64();
     if step > start || resumed_from.is_none() {
-        save(step, &opt, epoch_loss_sum, epoch_loss_tokens, last_step_loss)?;
+        save(
+            step,
+            &opt,
+            epoch_loss_sum,
+            epoch_loss_tokens,
+            last_step_loss,
+        )?;
     }
     bar.finish_and_clear();
     let final_loss = if epoch_loss_tokens > 0 {

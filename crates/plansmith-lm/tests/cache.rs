@@ -139,8 +139,20 @@ fn save_load_gives_identical_logits() {
         let back = TinyGpt::load(&dir, &Device::Cpu).unwrap();
         assert_eq!(back.config(), m.config());
         let ids = seq(30);
-        let a = m.forward(&ids).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap();
-        let b = back.forward(&ids).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        let a = m
+            .forward(&ids)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap();
+        let b = back
+            .forward(&ids)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap();
         assert_eq!(a, b);
         // a wrong config is a clear error naming the file
         let mut bad = m.config().clone();
@@ -148,7 +160,10 @@ fn save_load_gives_identical_logits() {
         let err = TinyGpt::load_safetensors(bad, &dir.join("model.safetensors"), &Device::Cpu)
             .unwrap_err()
             .to_string();
-        assert!(err.contains("model.safetensors") && err.contains("shape"), "{err}");
+        assert!(
+            err.contains("model.safetensors") && err.contains("shape"),
+            "{err}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -40,18 +40,31 @@ pub fn spicy_model(pos: PosEncoding, seed: u64) -> TinyGpt {
             (k, v)
         })
         .collect();
-    m.set_weights(&scaled, std::path::Path::new("<test>")).unwrap();
+    m.set_weights(&scaled, std::path::Path::new("<test>"))
+        .unwrap();
     m
 }
 
 pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len());
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
 }
 
 pub fn weights_of(m: &TinyGpt) -> Vec<(String, Vec<f32>)> {
     m.vars()
         .iter()
-        .map(|(n, v)| (n.clone(), v.as_tensor().flatten_all().unwrap().to_vec1::<f32>().unwrap()))
+        .map(|(n, v)| {
+            (
+                n.clone(),
+                v.as_tensor()
+                    .flatten_all()
+                    .unwrap()
+                    .to_vec1::<f32>()
+                    .unwrap(),
+            )
+        })
         .collect()
 }

@@ -21,7 +21,13 @@ fn check(pos: PosEncoding) {
         let g = grads
             .get(var.as_tensor())
             .unwrap_or_else(|| panic!("{pos:?}: no gradient for {name}"));
-        let n = g.sqr().unwrap().sum_all().unwrap().to_scalar::<f32>().unwrap();
+        let n = g
+            .sqr()
+            .unwrap()
+            .sum_all()
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap();
         assert!(n.is_finite(), "{pos:?}: non-finite gradient for {name}");
         assert!(n > 0.0, "{pos:?}: zero gradient for {name}");
     }
