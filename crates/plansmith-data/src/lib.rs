@@ -1,0 +1,46 @@
+//! plansmith-data: training data for plansmith planners.
+//!
+//! - [`pace`]: the Pace domain generator (ten verbs, held-out splits, stats).
+//! - [`legacy`]: v6 executor tags (`[CLICK:Save]`) for old clients.
+//! - [`augment`]: tools-in-prompt augmentation (renaming, shuffling, distractors, removed
+//!   tools) and [`families`] of synthetic tools beyond Pace.
+//! - [`import`]: xLAM, OpenAI chat fine-tuning and BFCL importers; OpenAI and TRL exporters.
+//!
+//! Everything is deterministic per seed ([`rng::Rng`], no global state).
+
+pub mod augment;
+pub mod families;
+pub mod import;
+pub mod legacy;
+pub mod pace;
+pub mod rng;
+
+use std::path::Path;
+
+//TMP pub use augment::{augment_traces, prompt_catalog_line, AugmentConfig, AugmentStats};
+pub use import::{
+    export_openai_chat, export_traces, export_trl, export_xlam, import_bfcl, import_openai_chat, import_traces,
+    import_xlam, read_bfcl, read_openai_chat, read_xlam, EvalItem, ExportFormat, ImportFormat, Imported, LineError,
+};
+pub use legacy::{legacy_tag, legacy_tags, LegacyTagError};
+pub use pace::{generate_pace, pace_catalog, run_pace, write_pace, PaceConfig, PaceData, PaceStats};
+
+/// Errors of this crate; each names what and where.
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    #[error("cannot access {path}: {message}")]
+    Io { path: String, message: String },
+    /// A malformed input line (`strict` mode): file and 1-based line number.
+    #[error("{0}")]
+    Line(#[from] LineError),
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Catalog(#[from] plansmith_core::CatalogError),
+}
+
+impl DataError {
+    pub(crate) fn io(path: &Path, e: std::io::Error) -> DataError {
+        DataError::Io { path: path.display().to_string(), message: e.to_string() }
+    }
+}
