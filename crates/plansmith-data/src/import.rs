@@ -191,7 +191,7 @@ fn arguments_of(v: Option<&Value>, at: &str) -> Result<Map<String, Value>, Strin
 /// One xLAM record -> a trace whose `tools` is the catalog in OpenAI form.
 pub fn xlam_record_to_trace(rec: &Value) -> Result<Trace, String> {
     let query = str_field(rec, "query")?;
-    let catalog = catalog_of(&json_field(rec, "tools")?, "tools")?;
+    let catalog = catalog_of(&xlam_tools_to_json_schema(&json_field(rec, "tools")?)?, "tools")?;
     let answers = json_field(rec, "answers")?;
     let answers = answers.as_array().ok_or("`answers` must be a JSON array")?;
     let mut calls = Vec::with_capacity(answers.len());
@@ -207,6 +207,28 @@ pub fn xlam_record_to_trace(rec: &Value) -> Result<Trace, String> {
         source: TraceSource::Teacher,
         spoken_text: None,
     })
+}
+
+/// Convert xLAM parameter tables (`{"p": {"type": "str, optional", ...}}`) to JSON Schema
+/// here, where the format is known: shape detection alone would mistake a table with a
+/// parameter named `type` (common in xLAM) for a schema. Tools whose `parameters` already are
+/// a JSON Schema pass through.
+fn xlam_tools_to_json_schema(tools: &Value) -> Result<Value, String> {
+    let list = tools.as_array().ok_or("`tools` must be a JSON array")?;
+    let mut out = Vec::with_capacity(list.len());
+    for (i, t) in list.iter().enumerate() {
+        let mut t = t.as_object().ok_or_else(|| format!("tools[{i}] must be an object"))?.clone();
+        if let Some(Value::Object(p)) = t.get("parameters") {
+            let is_schema = p.get("type").is_some_and(Value::is_string) || p.contains_key("properties");
+            if !is_schema {
+                let converted = plansmith_core::schema::from_xlam(p, &format!("tools[{i}].parameters"))
+                    .map_err(|e| e.to_string())?;
+                t.insert("parameters".into(), converted);
+            }
+        }
+        out.push(Value::Object(t));
+    }
+    Ok(Value::Array(out))
 }
 
 /// Import xLAM records (JSONL or the published JSON array) from text; `name` is used in errors.

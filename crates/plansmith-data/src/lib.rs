@@ -17,7 +17,8 @@ pub mod rng;
 
 use std::path::Path;
 
-//TMP pub use augment::{augment_traces, prompt_catalog_line, AugmentConfig, AugmentStats};
+pub use augment::{augment_traces, prompt_catalog_line, AugmentConfig, AugmentStats};
+pub use families::{families, synthetic_traces, Family};
 pub use import::{
     export_openai_chat, export_traces, export_trl, export_xlam, import_bfcl, import_openai_chat, import_traces,
     import_xlam, read_bfcl, read_openai_chat, read_xlam, EvalItem, ExportFormat, ImportFormat, Imported, LineError,

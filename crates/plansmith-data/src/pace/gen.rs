@@ -35,7 +35,7 @@ pub(crate) struct CallSpec {
     pub args: Vec<(&'static str, A)>,
 }
 
-fn call(name: &'static str, args: Vec<(&'static str, A)>) -> CallSpec {
+pub(crate) fn call(name: &'static str, args: Vec<(&'static str, A)>) -> CallSpec {
     CallSpec { name, args }
 }
 
@@ -60,11 +60,11 @@ pub(crate) struct Draft {
 }
 
 impl Draft {
-    fn new(intent: &'static str, style: Style) -> Draft {
+    pub(crate) fn new(intent: &'static str, style: Style) -> Draft {
         Draft { intent, tpl: String::new(), slots: Vec::new(), calls: Vec::new(), style }
     }
 
-    fn slot(&mut self, name: &str, kind: &'static str, value: impl Into<String>) {
+    pub(crate) fn slot(&mut self, name: &str, kind: &'static str, value: impl Into<String>) {
         self.slots.push((name.to_string(), kind, value.into()));
     }
 }
@@ -72,6 +72,7 @@ impl Draft {
 /// A realized example.
 #[derive(Debug, Clone)]
 pub(crate) struct Realized {
+    pub intent: &'static str,
     pub request: String,
     pub plan: Plan,
     /// The request with every slot replaced by `<kind>`, lowercased.
@@ -971,6 +972,7 @@ pub(crate) fn realize(d: &Draft, rng: &mut Rng) -> Realized {
         })
         .collect();
     Realized {
+        intent: d.intent,
         request,
         plan: Plan::new(calls),
         skeleton,

@@ -5,7 +5,7 @@
 //! [`run_pace`], which writes `train.jsonl`, `calibration.jsonl`, `test.jsonl`,
 //! `heldout_verb.jsonl` and `stats.json`.
 
-mod gen;
+pub(crate) mod gen;
 pub(crate) mod vocab;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -83,6 +83,8 @@ pub struct PaceStats {
     pub per_clarify_kind: BTreeMap<String, usize>,
     pub per_query_source_mode: BTreeMap<String, usize>,
     pub per_compose_format: BTreeMap<String, usize>,
+    /// Per generator intent (`perform.click`, `clarify.choice`, ...).
+    pub per_intent: BTreeMap<String, usize>,
     /// Distinct core templates (the request without wrappers, slots masked).
     pub unique_templates: usize,
     pub templates_per_verb: BTreeMap<String, usize>,
@@ -210,6 +212,7 @@ fn fill_stats(
     for (t, r) in &all {
         let verb = verb_of(t).to_string();
         *stats.per_verb.entry(verb.clone()).or_default() += 1;
+        *stats.per_intent.entry(r.intent.to_string()).or_default() += 1;
         for call in &t.calls {
             let arg = |k: &str| call.arguments.get(k).and_then(Value::as_str).unwrap_or("").to_string();
             match call.name.as_str() {
