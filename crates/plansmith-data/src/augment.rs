@@ -83,13 +83,22 @@ const SYNONYMS: &[(&str, &[&str])] = &[
     ("perform", &["act", "do_action", "ui_action", "interact"]),
     ("set", &["update", "change", "configure", "adjust"]),
     ("open", &["launch", "show", "display", "bring_up"]),
-    ("query", &["lookup", "search_info", "read_source", "inspect"]),
+    (
+        "query",
+        &["lookup", "search_info", "read_source", "inspect"],
+    ),
     ("compose", &["write", "draft", "author", "create_text"]),
-    ("clarify", &["ask_user", "ask", "confirm_with_user", "follow_up"]),
+    (
+        "clarify",
+        &["ask_user", "ask", "confirm_with_user", "follow_up"],
+    ),
     ("say", &["speak", "tell", "voice_reply", "announce"]),
     ("memory", &["recall", "memo", "remembered"]),
     ("wait", &["wait_for", "pause_until", "hold"]),
-    ("schedule", &["remind", "plan_later", "set_reminder", "defer"]),
+    (
+        "schedule",
+        &["remind", "plan_later", "set_reminder", "defer"],
+    ),
     ("get", &["fetch", "lookup", "read"]),
     ("add", &["create", "insert", "append"]),
     ("delete", &["remove", "erase", "trash"]),
@@ -124,7 +133,10 @@ const SYNONYMS: &[(&str, &[&str])] = &[
     ("question", &["prompt", "ask_text", "query_text"]),
     ("choices", &["options", "alternatives"]),
     ("condition", &["until", "event", "trigger"]),
-    ("timeout_seconds", &["max_wait_s", "timeout", "limit_seconds"]),
+    (
+        "timeout_seconds",
+        &["max_wait_s", "timeout", "limit_seconds"],
+    ),
     ("when", &["time", "at", "due"]),
     ("what", &["task", "reminder", "todo"]),
     ("room", &["area", "space"]),
@@ -143,7 +155,9 @@ fn synonym_word(rng: &mut Rng, word: &str) -> String {
 
 fn opaque(rng: &mut Rng, prefix: &str) -> String {
     const ALPHABET: &[u8] = b"abcdefghijkmnpqrstuvwxyz23456789";
-    let tail: String = (0..4).map(|_| ALPHABET[rng.below(ALPHABET.len())] as char).collect();
+    let tail: String = (0..4)
+        .map(|_| ALPHABET[rng.below(ALPHABET.len())] as char)
+        .collect();
     format!("{prefix}_{tail}")
 }
 
@@ -246,7 +260,10 @@ fn rename_value(v: &Value, map: &ParamMap) -> Value {
 
 /// The tools every distractor is drawn from: all synthetic families plus Pace.
 fn distractor_pool() -> Vec<Tool> {
-    let mut pool: Vec<Tool> = crate::families::families().iter().flat_map(|f| f.catalog().tools).collect();
+    let mut pool: Vec<Tool> = crate::families::families()
+        .iter()
+        .flat_map(|f| f.catalog().tools)
+        .collect();
     pool.extend(crate::pace::pace_catalog().tools);
     pool
 }
@@ -266,8 +283,7 @@ fn is_clarify(tool: &Tool) -> bool {
 fn question_span(request: &str) -> String {
     let end = request
         .char_indices()
-        .filter(|(_, c)| plansmith_core::policy::is_word_char(*c))
-        .last()
+        .rfind(|(_, c)| plansmith_core::policy::is_word_char(*c))
         .map(|(i, c)| i + c.len_utf8())
         .unwrap_or(0);
     request[..end].trim_start().to_string()
@@ -281,18 +297,27 @@ pub fn augment_traces(
 ) -> Result<(Vec<Trace>, AugmentStats), DataError> {
     let pool = distractor_pool();
     let mut rng = Rng::new(cfg.seed).fork(0xA06);
-    let mut stats = AugmentStats { input: traces.len(), ..Default::default() };
+    let mut stats = AugmentStats {
+        input: traces.len(),
+        ..Default::default()
+    };
     let mut out = Vec::with_capacity(traces.len() * cfg.copies);
     for (i, trace) in traces.iter().enumerate() {
         let catalog = match (&trace.tools, default_catalog) {
-            (Some(t), _) => Catalog::from_value(t).map_err(|e| DataError::Invalid(format!("trace {}: tools: {e}", i + 1)))?,
+            (Some(t), _) => Catalog::from_value(t)
+                .map_err(|e| DataError::Invalid(format!("trace {}: tools: {e}", i + 1)))?,
             (None, Some(c)) => c.clone(),
             (None, None) => {
-                return Err(DataError::Invalid(format!("trace {}: no `tools` and no default catalog", i + 1)))
+                return Err(DataError::Invalid(format!(
+                    "trace {}: no `tools` and no default catalog",
+                    i + 1
+                )))
             }
         };
         for _ in 0..cfg.copies {
-            out.push(augment_one(trace, &catalog, &pool, cfg, &mut rng, &mut stats)?);
+            out.push(augment_one(
+                trace, &catalog, &pool, cfg, &mut rng, &mut stats,
+            )?);
         }
     }
     stats.output = out.len();

@@ -70,7 +70,9 @@ impl std::str::FromStr for ImportFormat {
             "xlam" => Ok(ImportFormat::Xlam),
             "openai" | "openai_chat" | "openai-chat" => Ok(ImportFormat::OpenAiChat),
             "bfcl" => Ok(ImportFormat::Bfcl),
-            other => Err(format!("unknown import format `{other}` (expected xlam, openai or bfcl)")),
+            other => Err(format!(
+                "unknown import format `{other}` (expected xlam, openai or bfcl)"
+            )),
         }
     }
 }
@@ -82,7 +84,9 @@ impl std::str::FromStr for ExportFormat {
             "xlam" => Ok(ExportFormat::Xlam),
             "openai" | "openai_chat" | "openai-chat" => Ok(ExportFormat::OpenAiChat),
             "trl" => Ok(ExportFormat::Trl),
-            other => Err(format!("unknown export format `{other}` (expected xlam, openai or trl)")),
+            other => Err(format!(
+                "unknown export format `{other}` (expected xlam, openai or trl)"
+            )),
         }
     }
 }
@@ -92,15 +96,29 @@ fn read_text(path: &Path) -> Result<String, DataError> {
 }
 
 /// Split input into (line number, record): JSONL, or a JSON array (numbered by record).
-fn records(text: &str, name: &str, strict: bool) -> Result<(Vec<(usize, Value)>, Vec<LineError>), DataError> {
+/// Numbered records and the lines that were not JSON.
+type Records = (Vec<(usize, Value)>, Vec<LineError>);
+
+fn records(text: &str, name: &str, strict: bool) -> Result<Records, DataError> {
     let mut out = Vec::new();
     let mut bad = Vec::new();
     let trimmed = text.trim_start();
     if trimmed.starts_with('[') {
         let items: Vec<Value> = serde_json::from_str(trimmed).map_err(|e| {
-            DataError::Line(LineError { path: name.into(), line: e.line(), message: format!("invalid JSON array: {e}") })
+            DataError::Line(LineError {
+                path: name.into(),
+                line: e.line(),
+                message: format!("invalid JSON array: {e}"),
+            })
         })?;
-        return Ok((items.into_iter().enumerate().map(|(i, v)| (i + 1, v)).collect(), bad));
+        return Ok((
+            items
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (i + 1, v))
+                .collect(),
+            bad,
+        ));
     }
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -109,7 +127,11 @@ fn records(text: &str, name: &str, strict: bool) -> Result<(Vec<(usize, Value)>,
         match serde_json::from_str::<Value>(line) {
             Ok(v) => out.push((i + 1, v)),
             Err(e) => {
-                let err = LineError { path: name.into(), line: i + 1, message: format!("invalid JSON: {e}") };
+                let err = LineError {
+                    path: name.into(),
+                    line: i + 1,
+                    message: format!("invalid JSON: {e}"),
+                };
                 if strict {
                     return Err(err.into());
                 }
@@ -133,7 +155,11 @@ fn convert<T>(
         match f(&rec) {
             Ok(t) => items.push(t),
             Err(message) => {
-                let err = LineError { path: name.into(), line, message };
+                let err = LineError {
+                    path: name.into(),
+                    line,
+                    message,
+                };
                 if strict {
                     return Err(err.into());
                 }
@@ -148,14 +174,18 @@ fn convert<T>(
 /// A field that is JSON, or a string holding JSON (xLAM stores `tools` and `answers` so).
 fn json_field(rec: &Value, key: &str) -> Result<Value, String> {
     match rec.get(key) {
-        Some(Value::String(s)) => serde_json::from_str(s).map_err(|e| format!("`{key}` is not valid JSON: {e}")),
+        Some(Value::String(s)) => {
+            serde_json::from_str(s).map_err(|e| format!("`{key}` is not valid JSON: {e}"))
+        }
         Some(v) => Ok(v.clone()),
         None => Err(format!("missing `{key}`")),
     }
 }
 
 fn str_field<'a>(rec: &'a Value, key: &str) -> Result<&'a str, String> {
-    rec.get(key).and_then(Value::as_str).ok_or_else(|| format!("missing string `{key}`"))
+    rec.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("missing string `{key}`"))
 }
 
 fn catalog_of(tools: &Value, at: &str) -> Result<Catalog, String> {
@@ -165,7 +195,10 @@ fn catalog_of(tools: &Value, at: &str) -> Result<Catalog, String> {
 fn check_names(calls: &[Call], catalog: &Catalog, at: &str) -> Result<(), String> {
     for (i, c) in calls.iter().enumerate() {
         if catalog.get(&c.name).is_none() {
-            return Err(format!("{at}[{i}] calls `{}`, which is not in the record's tools", c.name));
+            return Err(format!(
+                "{at}[{i}] calls `{}`, which is not in the record's tools",
+                c.name
+            ));
         }
     }
     Ok(())
@@ -191,13 +224,22 @@ fn arguments_of(v: Option<&Value>, at: &str) -> Result<Map<String, Value>, Strin
 /// One xLAM record -> a trace whose `tools` is the catalog in OpenAI form.
 pub fn xlam_record_to_trace(rec: &Value) -> Result<Trace, String> {
     let query = str_field(rec, "query")?;
-    let catalog = catalog_of(&xlam_tools_to_json_schema(&json_field(rec, "tools")?)?, "tools")?;
+    let catalog = catalog_of(
+        &xlam_tools_to_json_schema(&json_field(rec, "tools")?)?,
+        "tools",
+    )?;
     let answers = json_field(rec, "answers")?;
     let answers = answers.as_array().ok_or("`answers` must be a JSON array")?;
     let mut calls = Vec::with_capacity(answers.len());
     for (i, a) in answers.iter().enumerate() {
-        let name = a.get("name").and_then(Value::as_str).ok_or_else(|| format!("answers[{i}] has no `name`"))?;
-        calls.push(Call::new(name, arguments_of(a.get("arguments"), &format!("answers[{i}]"))?));
+        let name = a
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("answers[{i}] has no `name`"))?;
+        calls.push(Call::new(
+            name,
+            arguments_of(a.get("arguments"), &format!("answers[{i}]"))?,
+        ));
     }
     check_names(&calls, &catalog, "answers")?;
     Ok(Trace {
@@ -217,12 +259,17 @@ fn xlam_tools_to_json_schema(tools: &Value) -> Result<Value, String> {
     let list = tools.as_array().ok_or("`tools` must be a JSON array")?;
     let mut out = Vec::with_capacity(list.len());
     for (i, t) in list.iter().enumerate() {
-        let mut t = t.as_object().ok_or_else(|| format!("tools[{i}] must be an object"))?.clone();
+        let mut t = t
+            .as_object()
+            .ok_or_else(|| format!("tools[{i}] must be an object"))?
+            .clone();
         if let Some(Value::Object(p)) = t.get("parameters") {
-            let is_schema = p.get("type").is_some_and(Value::is_string) || p.contains_key("properties");
+            let is_schema =
+                p.get("type").is_some_and(Value::is_string) || p.contains_key("properties");
             if !is_schema {
-                let converted = plansmith_core::schema::from_xlam(p, &format!("tools[{i}].parameters"))
-                    .map_err(|e| e.to_string())?;
+                let converted =
+                    plansmith_core::schema::from_xlam(p, &format!("tools[{i}].parameters"))
+                        .map_err(|e| e.to_string())?;
                 t.insert("parameters".into(), converted);
             }
         }
@@ -241,14 +288,22 @@ pub fn read_xlam(path: &Path, strict: bool) -> Result<Imported<Trace>, DataError
 }
 
 /// A trace as an xLAM record (`tools` and `answers` as JSON strings; tools in canonical form).
-pub fn trace_to_xlam(trace: &Trace, id: usize, default_catalog: Option<&Catalog>) -> Result<Value, String> {
+pub fn trace_to_xlam(
+    trace: &Trace,
+    id: usize,
+    default_catalog: Option<&Catalog>,
+) -> Result<Value, String> {
     let catalog = trace_catalog(trace, default_catalog)?;
     let tools: Vec<Value> = catalog
         .tools
         .iter()
         .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters}))
         .collect();
-    let answers: Vec<Value> = trace.calls.iter().map(|c| json!({"name": c.name, "arguments": c.arguments})).collect();
+    let answers: Vec<Value> = trace
+        .calls
+        .iter()
+        .map(|c| json!({"name": c.name, "arguments": c.arguments}))
+        .collect();
     Ok(json!({
         "id": id,
         "query": trace.request,
@@ -264,7 +319,10 @@ pub fn trace_to_xlam(trace: &Trace, id: usize, default_catalog: Option<&Catalog>
 /// the first assistant message; that assistant message gives the calls (`tool_calls`, or the
 /// legacy `function_call`) and its text content becomes `spoken_text`.
 pub fn openai_chat_to_trace(rec: &Value) -> Result<Trace, String> {
-    let messages = rec.get("messages").and_then(Value::as_array).ok_or("missing `messages` array")?;
+    let messages = rec
+        .get("messages")
+        .and_then(Value::as_array)
+        .ok_or("missing `messages` array")?;
     let first_assistant = messages
         .iter()
         .position(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
@@ -274,21 +332,38 @@ pub fn openai_chat_to_trace(rec: &Value) -> Result<Trace, String> {
         .rev()
         .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
         .ok_or("no user message before the assistant message")?;
-    let request = content_text(user.get("content")).ok_or("the user message has no text content")?;
+    let request =
+        content_text(user.get("content")).ok_or("the user message has no text content")?;
     let assistant = &messages[first_assistant];
     let at = format!("messages[{first_assistant}]");
     let mut calls = Vec::new();
     if let Some(tcs) = assistant.get("tool_calls").filter(|v| !v.is_null()) {
-        let tcs = tcs.as_array().ok_or_else(|| format!("{at}.tool_calls must be an array"))?;
+        let tcs = tcs
+            .as_array()
+            .ok_or_else(|| format!("{at}.tool_calls must be an array"))?;
         for (i, tc) in tcs.iter().enumerate() {
             let here = format!("{at}.tool_calls[{i}]");
-            let f = tc.get("function").ok_or_else(|| format!("{here} has no `function`"))?;
-            let name = f.get("name").and_then(Value::as_str).ok_or_else(|| format!("{here}.function has no `name`"))?;
-            calls.push(Call::new(name, arguments_of(f.get("arguments"), &format!("{here}.function"))?));
+            let f = tc
+                .get("function")
+                .ok_or_else(|| format!("{here} has no `function`"))?;
+            let name = f
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| format!("{here}.function has no `name`"))?;
+            calls.push(Call::new(
+                name,
+                arguments_of(f.get("arguments"), &format!("{here}.function"))?,
+            ));
         }
     } else if let Some(f) = assistant.get("function_call").filter(|v| !v.is_null()) {
-        let name = f.get("name").and_then(Value::as_str).ok_or_else(|| format!("{at}.function_call has no `name`"))?;
-        calls.push(Call::new(name, arguments_of(f.get("arguments"), &format!("{at}.function_call"))?));
+        let name = f
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("{at}.function_call has no `name`"))?;
+        calls.push(Call::new(
+            name,
+            arguments_of(f.get("arguments"), &format!("{at}.function_call"))?,
+        ));
     }
     let spoken_text = content_text(assistant.get("content")).filter(|s| !s.is_empty());
     let tools = match (rec.get("tools"), rec.get("functions")) {
@@ -304,7 +379,13 @@ pub fn openai_chat_to_trace(rec: &Value) -> Result<Trace, String> {
         }
         None => None,
     };
-    Ok(Trace { request, calls, tools, source: TraceSource::Teacher, spoken_text })
+    Ok(Trace {
+        request,
+        calls,
+        tools,
+        source: TraceSource::Teacher,
+        spoken_text,
+    })
 }
 
 /// Message content as text: a string, or the text parts of a content array.
@@ -323,7 +404,11 @@ fn content_text(v: Option<&Value>) -> Option<String> {
     }
 }
 
-pub fn import_openai_chat(text: &str, name: &str, strict: bool) -> Result<Imported<Trace>, DataError> {
+pub fn import_openai_chat(
+    text: &str,
+    name: &str,
+    strict: bool,
+) -> Result<Imported<Trace>, DataError> {
     convert(text, name, strict, openai_chat_to_trace)
 }
 
@@ -359,9 +444,19 @@ fn trace_to_chat(
     let mut assistant = Map::new();
     assistant.insert("role".into(), json!("assistant"));
     if trace.calls.is_empty() {
-        assistant.insert("content".into(), json!(trace.spoken_text.clone().unwrap_or_default()));
+        assistant.insert(
+            "content".into(),
+            json!(trace.spoken_text.clone().unwrap_or_default()),
+        );
     } else {
-        assistant.insert("content".into(), trace.spoken_text.clone().map(Value::String).unwrap_or(Value::Null));
+        assistant.insert(
+            "content".into(),
+            trace
+                .spoken_text
+                .clone()
+                .map(Value::String)
+                .unwrap_or(Value::Null),
+        );
         let tool_calls: Vec<Value> = trace
             .calls
             .iter()
@@ -378,11 +473,19 @@ fn trace_to_chat(
     Ok(json!({"messages": messages, "tools": catalog.to_openai()}))
 }
 
-pub fn trace_to_openai_chat(trace: &Trace, default_catalog: Option<&Catalog>, system: Option<&str>) -> Result<Value, String> {
+pub fn trace_to_openai_chat(
+    trace: &Trace,
+    default_catalog: Option<&Catalog>,
+    system: Option<&str>,
+) -> Result<Value, String> {
     trace_to_chat(trace, default_catalog, system, true)
 }
 
-pub fn trace_to_trl(trace: &Trace, default_catalog: Option<&Catalog>, system: Option<&str>) -> Result<Value, String> {
+pub fn trace_to_trl(
+    trace: &Trace,
+    default_catalog: Option<&Catalog>,
+    system: Option<&str>,
+) -> Result<Value, String> {
     trace_to_chat(trace, default_catalog, system, false)
 }
 
@@ -400,17 +503,30 @@ fn export_with(
 }
 
 /// Traces -> OpenAI chat fine-tuning JSONL. `default_catalog` serves traces without `tools`.
-pub fn export_openai_chat(traces: &[Trace], default_catalog: Option<&Catalog>, system: Option<&str>) -> Result<String, DataError> {
-    export_with(traces, |_, t| trace_to_openai_chat(t, default_catalog, system))
+pub fn export_openai_chat(
+    traces: &[Trace],
+    default_catalog: Option<&Catalog>,
+    system: Option<&str>,
+) -> Result<String, DataError> {
+    export_with(traces, |_, t| {
+        trace_to_openai_chat(t, default_catalog, system)
+    })
 }
 
 /// Traces -> the chat JSONL TRL's `SFTTrainer` takes (`messages` + `tools`, arguments as objects).
-pub fn export_trl(traces: &[Trace], default_catalog: Option<&Catalog>, system: Option<&str>) -> Result<String, DataError> {
+pub fn export_trl(
+    traces: &[Trace],
+    default_catalog: Option<&Catalog>,
+    system: Option<&str>,
+) -> Result<String, DataError> {
     export_with(traces, |_, t| trace_to_trl(t, default_catalog, system))
 }
 
 /// Traces -> xLAM JSONL (ids are 0-based positions).
-pub fn export_xlam(traces: &[Trace], default_catalog: Option<&Catalog>) -> Result<String, DataError> {
+pub fn export_xlam(
+    traces: &[Trace],
+    default_catalog: Option<&Catalog>,
+) -> Result<String, DataError> {
     export_with(traces, |i, t| trace_to_xlam(t, i, default_catalog))
 }
 
@@ -441,7 +557,10 @@ pub fn import_traces(
         ImportFormat::OpenAiChat => read_openai_chat(path, strict),
         ImportFormat::Bfcl => {
             let items = read_bfcl(path, answers, strict)?;
-            Ok(Imported { items: items.items.iter().map(EvalItem::to_trace).collect(), skipped: items.skipped })
+            Ok(Imported {
+                items: items.items.iter().map(EvalItem::to_trace).collect(),
+                skipped: items.skipped,
+            })
         }
     }
 }
@@ -476,15 +595,22 @@ impl EvalItem {
 /// `""` means "may be omitted", so the parameter is left out. Nested dicts are resolved the
 /// same way, key by key.
 pub fn bfcl_expected_calls(ground_truth: &Value) -> Result<Vec<Call>, String> {
-    let list = ground_truth.as_array().ok_or("`ground_truth` must be an array")?;
+    let list = ground_truth
+        .as_array()
+        .ok_or("`ground_truth` must be an array")?;
     let mut calls = Vec::new();
     for (i, entry) in list.iter().enumerate() {
         let obj = entry.as_object().filter(|o| o.len() == 1).ok_or_else(|| {
             format!("ground_truth[{i}] must be an object with exactly one function name")
         })?;
         let (name, params) = obj.iter().next().expect("one entry");
-        let params = params.as_object().ok_or_else(|| format!("ground_truth[{i}].{name} must be an object"))?;
-        calls.push(Call::new(name.clone(), first_accepted_map(params, &format!("ground_truth[{i}].{name}"))?));
+        let params = params
+            .as_object()
+            .ok_or_else(|| format!("ground_truth[{i}].{name} must be an object"))?;
+        calls.push(Call::new(
+            name.clone(),
+            first_accepted_map(params, &format!("ground_truth[{i}].{name}"))?,
+        ));
     }
     Ok(calls)
 }
@@ -492,7 +618,9 @@ pub fn bfcl_expected_calls(ground_truth: &Value) -> Result<Vec<Call>, String> {
 fn first_accepted_map(params: &Map<String, Value>, at: &str) -> Result<Map<String, Value>, String> {
     let mut out = Map::new();
     for (k, accepted) in params {
-        let accepted = accepted.as_array().ok_or_else(|| format!("{at}.{k} must be a list of accepted values"))?;
+        let accepted = accepted
+            .as_array()
+            .ok_or_else(|| format!("{at}.{k} must be a list of accepted values"))?;
         let Some(first) = accepted.first() else {
             return Err(format!("{at}.{k} lists no accepted value"));
         };
@@ -517,9 +645,15 @@ fn resolve_nested(v: &Value, at: &str) -> Result<Value, String> {
 /// One BFCL question record -> (id, request, tools).
 fn bfcl_question(rec: &Value) -> Result<(String, String, Value), String> {
     let id = str_field(rec, "id")?.to_string();
-    let turns = rec.get("question").and_then(Value::as_array).ok_or("missing `question` array")?;
+    let turns = rec
+        .get("question")
+        .and_then(Value::as_array)
+        .ok_or("missing `question` array")?;
     if turns.len() != 1 {
-        return Err(format!("{} turns: only single-turn questions are supported", turns.len()));
+        return Err(format!(
+            "{} turns: only single-turn questions are supported",
+            turns.len()
+        ));
     }
     let turn = &turns[0];
     let messages: Vec<&Value> = match turn {
@@ -571,17 +705,34 @@ pub fn import_bfcl(
         };
         let catalog = Catalog::from_value(&tools).map_err(|e| e.to_string())?;
         check_names(&expected, &catalog, "ground_truth")?;
-        Ok(EvalItem { id, request, tools, expected })
+        Ok(EvalItem {
+            id,
+            request,
+            tools,
+            expected,
+        })
     })?;
     skipped.append(&mut imported.skipped);
-    Ok(Imported { items: imported.items, skipped })
+    Ok(Imported {
+        items: imported.items,
+        skipped,
+    })
 }
 
-pub fn read_bfcl(questions: &Path, answers: Option<&Path>, strict: bool) -> Result<Imported<EvalItem>, DataError> {
+pub fn read_bfcl(
+    questions: &Path,
+    answers: Option<&Path>,
+    strict: bool,
+) -> Result<Imported<EvalItem>, DataError> {
     let q = read_text(questions)?;
     let a = match answers {
         Some(p) => Some((read_text(p)?, p.display().to_string())),
         None => None,
     };
-    import_bfcl(&q, &questions.display().to_string(), a.as_ref().map(|(t, n)| (t.as_str(), n.as_str())), strict)
+    import_bfcl(
+        &q,
+        &questions.display().to_string(),
+        a.as_ref().map(|(t, n)| (t.as_str(), n.as_str())),
+        strict,
+    )
 }

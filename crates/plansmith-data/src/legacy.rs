@@ -43,7 +43,11 @@ pub fn legacy_tags(plan: &Plan) -> Result<String, LegacyTagError> {
 
 /// Render one call as its tag(s).
 pub fn legacy_tag(call: &Call) -> Result<String, LegacyTagError> {
-    let err = |reason: String| LegacyTagError { index: 0, tool: call.name.clone(), reason };
+    let err = |reason: String| LegacyTagError {
+        index: 0,
+        tool: call.name.clone(),
+        reason,
+    };
     let str_arg = |k: &str| call.arguments.get(k).and_then(Value::as_str);
     let label = |k: &str| -> Result<&str, LegacyTagError> {
         call.arguments
@@ -56,7 +60,9 @@ pub fn legacy_tag(call: &Call) -> Result<String, LegacyTagError> {
         for (i, f) in fields.iter().enumerate() {
             let last = i + 1 == fields.len();
             if f.contains(']') || f.contains('\n') || (!last && f.contains(':')) {
-                return Err(err(format!("value {f:?} cannot be carried in a {name} tag")));
+                return Err(err(format!(
+                    "value {f:?} cannot be carried in a {name} tag"
+                )));
             }
         }
         Ok(format!("[{name}:{}]", fields.join(":")))
@@ -70,7 +76,8 @@ pub fn legacy_tag(call: &Call) -> Result<String, LegacyTagError> {
                 "right_click" => tag("RIGHT_CLICK", &[label("target")?]),
                 "hover" => tag("HOVER", &[label("target")?]),
                 "type" => {
-                    let text = str_arg("text").ok_or_else(|| err("action `type` needs `text`".into()))?;
+                    let text =
+                        str_arg("text").ok_or_else(|| err("action `type` needs `text`".into()))?;
                     let typed = tag("TYPE", &[text])?;
                     match call.arguments.contains_key("target") {
                         true => Ok(tag("CLICK", &[label("target")?])? + &typed),
@@ -78,13 +85,24 @@ pub fn legacy_tag(call: &Call) -> Result<String, LegacyTagError> {
                     }
                 }
                 "key" => {
-                    let keys = str_arg("keys").ok_or_else(|| err("action `key` needs `keys`".into()))?;
-                    let n = call.arguments.get("amount").and_then(Value::as_u64).unwrap_or(1).clamp(1, 100);
+                    let keys =
+                        str_arg("keys").ok_or_else(|| err("action `key` needs `keys`".into()))?;
+                    let n = call
+                        .arguments
+                        .get("amount")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(1)
+                        .clamp(1, 100);
                     Ok(tag("KEY", &[keys])?.repeat(n as usize))
                 }
                 "scroll" => {
                     let dir = str_arg("direction").unwrap_or("down");
-                    let n = call.arguments.get("amount").and_then(Value::as_u64).unwrap_or(1).to_string();
+                    let n = call
+                        .arguments
+                        .get("amount")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(1)
+                        .to_string();
                     tag("SCROLL", &[dir, &n])
                 }
                 "drag" => tag("DRAG", &[label("target")?, label("destination")?]),
@@ -106,11 +124,17 @@ pub fn legacy_tag(call: &Call) -> Result<String, LegacyTagError> {
                 "app" => "OPEN_APP",
                 "url" => "OPEN_URL",
                 "file" => "OPEN_FILE",
-                other => return Err(err(format!("opening a `{other}` has no legacy tag (only app, url, file)"))),
+                other => {
+                    return Err(err(format!(
+                        "opening a `{other}` has no legacy tag (only app, url, file)"
+                    )))
+                }
             };
             tag(name, &[label("target")?])
         }
-        other => Err(err(format!("`{other}` has no legacy tag form (only `perform` and `open` calls do)"))),
+        other => Err(err(format!(
+            "`{other}` has no legacy tag form (only `perform` and `open` calls do)"
+        ))),
     }
 }
 
@@ -125,20 +149,40 @@ mod tests {
 
     #[test]
     fn v6_tags() {
-        assert_eq!(tags("perform(action=click; target.type=ui_element; target.label=Save draft)").unwrap(), "[CLICK:Save draft]");
-        assert_eq!(tags("perform(action=double_click; target.type=file; target.label=a.pdf)").unwrap(), "[DOUBLE_CLICK:a.pdf]");
-        assert_eq!(tags("perform(action=right_click; target.type=app; target.label=Zoom)").unwrap(), "[RIGHT_CLICK:Zoom]");
-        assert_eq!(tags("perform(action=type; text=hello world)").unwrap(), "[TYPE:hello world]");
         assert_eq!(
-            tags("perform(action=type; target.type=ui_element; target.label=Search; text=hi)").unwrap(),
+            tags("perform(action=click; target.type=ui_element; target.label=Save draft)").unwrap(),
+            "[CLICK:Save draft]"
+        );
+        assert_eq!(
+            tags("perform(action=double_click; target.type=file; target.label=a.pdf)").unwrap(),
+            "[DOUBLE_CLICK:a.pdf]"
+        );
+        assert_eq!(
+            tags("perform(action=right_click; target.type=app; target.label=Zoom)").unwrap(),
+            "[RIGHT_CLICK:Zoom]"
+        );
+        assert_eq!(
+            tags("perform(action=type; text=hello world)").unwrap(),
+            "[TYPE:hello world]"
+        );
+        assert_eq!(
+            tags("perform(action=type; target.type=ui_element; target.label=Search; text=hi)")
+                .unwrap(),
             "[CLICK:Search][TYPE:hi]"
         );
-        assert_eq!(tags("perform(action=key; keys=cmd+s)").unwrap(), "[KEY:cmd+s]");
-        let mut p = Syntax::Dsl.parse("perform(action=key; keys=tab; amount=3)").unwrap();
+        assert_eq!(
+            tags("perform(action=key; keys=cmd+s)").unwrap(),
+            "[KEY:cmd+s]"
+        );
+        let mut p = Syntax::Dsl
+            .parse("perform(action=key; keys=tab; amount=3)")
+            .unwrap();
         p = plansmith_core::validate::type_values(&p, &crate::pace_catalog());
         assert_eq!(legacy_tags(&p).unwrap(), "[KEY:tab][KEY:tab][KEY:tab]");
         let p = plansmith_core::validate::type_values(
-            &Syntax::Dsl.parse("perform(action=scroll; direction=down; amount=3)").unwrap(),
+            &Syntax::Dsl
+                .parse("perform(action=scroll; direction=down; amount=3)")
+                .unwrap(),
             &crate::pace_catalog(),
         );
         assert_eq!(legacy_tags(&p).unwrap(), "[SCROLL:down:3]");
@@ -146,11 +190,21 @@ mod tests {
             tags("perform(action=drag; target.type=file; target.label=a.pdf; destination.type=file; destination.label=Work)").unwrap(),
             "[DRAG:a.pdf:Work]"
         );
-        assert_eq!(tags("perform(action=hover; target.type=url; target.label=x.com)").unwrap(), "[HOVER:x.com]");
-        assert_eq!(tags("open(target.type=app; target.label=Safari)").unwrap(), "[OPEN_APP:Safari]");
-        assert_eq!(tags("open(target.type=url; target.label=https://x.com)").unwrap(), "[OPEN_URL:https://x.com]");
         assert_eq!(
-            tags("open(target.type=app; target.label=Safari) | perform(action=key; keys=cmd+t)").unwrap(),
+            tags("perform(action=hover; target.type=url; target.label=x.com)").unwrap(),
+            "[HOVER:x.com]"
+        );
+        assert_eq!(
+            tags("open(target.type=app; target.label=Safari)").unwrap(),
+            "[OPEN_APP:Safari]"
+        );
+        assert_eq!(
+            tags("open(target.type=url; target.label=https://x.com)").unwrap(),
+            "[OPEN_URL:https://x.com]"
+        );
+        assert_eq!(
+            tags("open(target.type=app; target.label=Safari) | perform(action=key; keys=cmd+t)")
+                .unwrap(),
             "[OPEN_APP:Safari][KEY:cmd+t]"
         );
         assert_eq!(tags("done").unwrap(), "");
@@ -158,13 +212,20 @@ mod tests {
 
     #[test]
     fn no_tag_form_is_a_clear_error() {
-        let e = tags("open(target.type=app; target.label=Safari) | set(target=volume; value=50)").unwrap_err();
+        let e = tags("open(target.type=app; target.label=Safari) | set(target=volume; value=50)")
+            .unwrap_err();
         assert_eq!(e.index, 1);
-        assert!(e.to_string().contains("`set` has no legacy tag form"), "{e}");
+        assert!(
+            e.to_string().contains("`set` has no legacy tag form"),
+            "{e}"
+        );
         let e = tags("open(target.type=window; target.label=Inbox)").unwrap_err();
         assert!(e.to_string().contains("`window`"), "{e}");
         let e = tags("perform(action=drag; target.type=url; target.label=a:b; destination.type=app; destination.label=X)").unwrap_err();
         assert!(e.to_string().contains("cannot be carried"), "{e}");
-        assert!(tags("perform(action=click)").unwrap_err().to_string().contains("target.label"));
+        assert!(tags("perform(action=click)")
+            .unwrap_err()
+            .to_string()
+            .contains("target.label"));
     }
 }

@@ -20,11 +20,14 @@ use std::path::Path;
 pub use augment::{augment_traces, prompt_catalog_line, AugmentConfig, AugmentStats};
 pub use families::{families, synthetic_traces, Family};
 pub use import::{
-    export_openai_chat, export_traces, export_trl, export_xlam, import_bfcl, import_openai_chat, import_traces,
-    import_xlam, read_bfcl, read_openai_chat, read_xlam, EvalItem, ExportFormat, ImportFormat, Imported, LineError,
+    export_openai_chat, export_traces, export_trl, export_xlam, import_bfcl, import_openai_chat,
+    import_traces, import_xlam, read_bfcl, read_openai_chat, read_xlam, EvalItem, ExportFormat,
+    ImportFormat, Imported, LineError,
 };
 pub use legacy::{legacy_tag, legacy_tags, LegacyTagError};
-pub use pace::{generate_pace, pace_catalog, run_pace, write_pace, PaceConfig, PaceData, PaceStats};
+pub use pace::{
+    generate_pace, pace_catalog, run_pace, write_pace, PaceConfig, PaceData, PaceStats,
+};
 
 /// Errors of this crate; each names what and where.
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +45,9 @@ pub enum DataError {
 
 impl DataError {
     pub(crate) fn io(path: &Path, e: std::io::Error) -> DataError {
-        DataError::Io { path: path.display().to_string(), message: e.to_string() }
+        DataError::Io {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        }
     }
 }

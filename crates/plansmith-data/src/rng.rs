@@ -8,7 +8,9 @@ pub struct Rng {
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
-        Rng { state: seed ^ 0x5DEE_CE66_D1CE_4E5B }
+        Rng {
+            state: seed ^ 0x5DEE_CE66_D1CE_4E5B,
+        }
     }
 
     /// An independent stream for a named purpose (so adding draws in one place does not

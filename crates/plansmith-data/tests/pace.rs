@@ -5,7 +5,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 use plansmith_core::{Plan, PlanValidator, Policy, Syntax, Trace};
-use plansmith_data::pace::{generate_pace, pace_catalog, traces_to_jsonl, PaceConfig, PaceData, PACE_VERBS};
+use plansmith_data::pace::{
+    generate_pace, pace_catalog, traces_to_jsonl, PaceConfig, PaceData, PACE_VERBS,
+};
 
 fn default_data() -> &'static PaceData {
     static DATA: OnceLock<PaceData> = OnceLock::new();
@@ -13,32 +15,84 @@ fn default_data() -> &'static PaceData {
 }
 
 fn all(d: &PaceData) -> impl Iterator<Item = &Trace> {
-    d.train.iter().chain(&d.calibration).chain(&d.test).chain(&d.heldout)
+    d.train
+        .iter()
+        .chain(&d.calibration)
+        .chain(&d.test)
+        .chain(&d.heldout)
 }
 
 #[test]
 fn default_sizes_and_full_coverage() {
     let d = default_data();
-    assert_eq!((d.train.len(), d.calibration.len(), d.test.len()), (6000, 600, 800));
+    assert_eq!(
+        (d.train.len(), d.calibration.len(), d.test.len()),
+        (6000, 600, 800)
+    );
     let s = &d.stats;
     for verb in PACE_VERBS {
-        assert!(s.per_verb.get(verb).copied().unwrap_or(0) >= 100, "{verb}: {:?}", s.per_verb);
-        assert!(s.train_per_verb.get(verb).copied().unwrap_or(0) > 0, "{verb} missing from train");
+        assert!(
+            s.per_verb.get(verb).copied().unwrap_or(0) >= 100,
+            "{verb}: {:?}",
+            s.per_verb
+        );
+        assert!(
+            s.train_per_verb.get(verb).copied().unwrap_or(0) > 0,
+            "{verb} missing from train"
+        );
     }
-    let actions = ["click", "double_click", "right_click", "type", "key", "scroll", "drag", "multi_select", "hover"];
+    let actions = [
+        "click",
+        "double_click",
+        "right_click",
+        "type",
+        "key",
+        "scroll",
+        "drag",
+        "multi_select",
+        "hover",
+    ];
     for a in actions {
-        assert!(s.per_action.get(a).copied().unwrap_or(0) >= 100, "{a}: {:?}", s.per_action);
+        assert!(
+            s.per_action.get(a).copied().unwrap_or(0) >= 100,
+            "{a}: {:?}",
+            s.per_action
+        );
     }
-    for t in ["ui_element", "app", "file", "url", "window", "contact", "text"] {
-        assert!(s.per_entity_type.get(t).copied().unwrap_or(0) >= 100, "{t}: {:?}", s.per_entity_type);
+    for t in [
+        "ui_element",
+        "app",
+        "file",
+        "url",
+        "window",
+        "contact",
+        "text",
+    ] {
+        assert!(
+            s.per_entity_type.get(t).copied().unwrap_or(0) >= 100,
+            "{t}: {:?}",
+            s.per_entity_type
+        );
     }
     for k in ["choice", "missing_value", "confirmation"] {
-        assert!(s.per_clarify_kind.get(k).copied().unwrap_or(0) >= 100, "{k}: {:?}", s.per_clarify_kind);
+        assert!(
+            s.per_clarify_kind.get(k).copied().unwrap_or(0) >= 100,
+            "{k}: {:?}",
+            s.per_clarify_kind
+        );
     }
-    assert_eq!(s.per_query_source_mode.len(), 26, "{:?}", s.per_query_source_mode);
+    assert_eq!(
+        s.per_query_source_mode.len(),
+        26,
+        "{:?}",
+        s.per_query_source_mode
+    );
     assert_eq!(s.per_compose_format.len(), 7);
     assert_eq!((s.conflicts_skipped, s.invalid_skipped), (0, 0));
-    assert!(s.unique_templates > 1000 && s.unique_skeletons > 5000, "{s:?}");
+    assert!(
+        s.unique_templates > 1000 && s.unique_skeletons > 5000,
+        "{s:?}"
+    );
 }
 
 #[test]
@@ -51,10 +105,16 @@ fn every_trace_validates_with_copy_fidelity_after_a_dsl_round_trip() {
         let plan = t.plan();
         assert_eq!(plan.calls.len(), 1, "{t:?}");
         let text = Syntax::Dsl.render(&plan);
-        let parsed = Syntax::Dsl.parse(&text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+        let parsed = Syntax::Dsl
+            .parse(&text)
+            .unwrap_or_else(|e| panic!("{text:?}: {e}"));
         let typed = validator.type_values(&parsed);
         let violations = validator.validate(&typed, &policy, Some(&t.request));
-        assert!(violations.is_empty(), "{:?} -> {text}: {violations:?}", t.request);
+        assert!(
+            violations.is_empty(),
+            "{:?} -> {text}: {violations:?}",
+            t.request
+        );
         assert_eq!(typed, plan, "{:?} -> {text}", t.request);
     }
 }
@@ -63,7 +123,11 @@ fn every_trace_validates_with_copy_fidelity_after_a_dsl_round_trip() {
 fn splits_share_no_request_and_no_request_has_two_plans() {
     let d = default_data();
     let mut split_of: HashMap<String, &str> = HashMap::new();
-    for (name, split) in [("train", &d.train), ("calibration", &d.calibration), ("test", &d.test)] {
+    for (name, split) in [
+        ("train", &d.train),
+        ("calibration", &d.calibration),
+        ("test", &d.test),
+    ] {
         for t in split.iter() {
             if let Some(other) = split_of.insert(t.request.to_lowercase(), name) {
                 panic!("{:?} in {other} and {name}", t.request);
@@ -80,9 +144,15 @@ fn splits_share_no_request_and_no_request_has_two_plans() {
 
 #[test]
 fn held_out_verb_is_absent_from_train_and_complete_in_heldout() {
-    let cfg = PaceConfig { holdout_verb: Some("schedule".into()), ..PaceConfig::with_n(1500) };
+    let cfg = PaceConfig {
+        holdout_verb: Some("schedule".into()),
+        ..PaceConfig::with_n(1500)
+    };
     let d = generate_pace(&cfg).unwrap();
-    assert_eq!((d.train.len(), d.calibration.len(), d.test.len()), (1500, 150, 200));
+    assert_eq!(
+        (d.train.len(), d.calibration.len(), d.test.len()),
+        (1500, 150, 200)
+    );
     for t in d.train.iter().chain(&d.calibration).chain(&d.test) {
         assert!(t.calls.iter().all(|c| c.name != "schedule"), "{t:?}");
     }
@@ -90,15 +160,29 @@ fn held_out_verb_is_absent_from_train_and_complete_in_heldout() {
     assert!(d.heldout.iter().all(|t| t.calls[0].name == "schedule"));
     assert_eq!(d.stats.splits["heldout_verb"], d.heldout.len());
     assert!(!d.stats.train_per_verb.contains_key("schedule"));
-    let err = generate_pace(&PaceConfig { holdout_verb: Some("fly".into()), ..PaceConfig::with_n(10) }).unwrap_err();
+    let err = generate_pace(&PaceConfig {
+        holdout_verb: Some("fly".into()),
+        ..PaceConfig::with_n(10)
+    })
+    .unwrap_err();
     assert!(err.to_string().contains("not a Pace verb"), "{err}");
 }
 
 #[test]
 fn same_seed_same_files_other_seed_other_files() {
     let base = std::env::temp_dir().join(format!("plansmith-data-pace-{}", std::process::id()));
-    let cfg = PaceConfig { seed: 11, holdout_verb: Some("wait".into()), ..PaceConfig::with_n(600) };
-    let files = ["train.jsonl", "calibration.jsonl", "test.jsonl", "heldout_verb.jsonl", "stats.json"];
+    let cfg = PaceConfig {
+        seed: 11,
+        holdout_verb: Some("wait".into()),
+        ..PaceConfig::with_n(600)
+    };
+    let files = [
+        "train.jsonl",
+        "calibration.jsonl",
+        "test.jsonl",
+        "heldout_verb.jsonl",
+        "stats.json",
+    ];
     let mut contents = Vec::new();
     for run in ["a", "b"] {
         let dir = base.join(run);
@@ -109,7 +193,11 @@ fn same_seed_same_files_other_seed_other_files() {
     assert_eq!(contents[0], contents[1]);
     let read = plansmith_core::trace::read_traces(base.join("a/train.jsonl")).unwrap();
     assert_eq!(traces_to_jsonl(&read).into_bytes(), contents[0][0]);
-    let other = generate_pace(&PaceConfig { seed: 12, ..cfg.clone() }).unwrap();
+    let other = generate_pace(&PaceConfig {
+        seed: 12,
+        ..cfg.clone()
+    })
+    .unwrap();
     assert_ne!(traces_to_jsonl(&other.train).into_bytes(), contents[0][0]);
     let _ = std::fs::remove_dir_all(&base);
 }
@@ -119,16 +207,33 @@ fn requests_are_diverse() {
     let d = default_data();
     let requests: HashSet<&str> = all(d).map(|t| t.request.as_str()).collect();
     assert_eq!(requests.len(), all(d).count());
-    let lower = requests.iter().filter(|r| r.chars().next().is_some_and(char::is_lowercase)).count();
-    let upper = requests.iter().filter(|r| r.chars().next().is_some_and(char::is_uppercase)).count();
+    let lower = requests
+        .iter()
+        .filter(|r| r.chars().next().is_some_and(char::is_lowercase))
+        .count();
+    let upper = requests
+        .iter()
+        .filter(|r| r.chars().next().is_some_and(char::is_uppercase))
+        .count();
     assert!(lower > 1000 && upper > 1000, "{lower} {upper}");
     for marker in ["could you", "please", "um", "thanks", "?"] {
-        assert!(requests.iter().filter(|r| r.to_lowercase().contains(marker)).count() > 50, "{marker}");
+        assert!(
+            requests
+                .iter()
+                .filter(|r| r.to_lowercase().contains(marker))
+                .count()
+                > 50,
+            "{marker}"
+        );
     }
     // Numbers as digits and as words.
     let set_words = all(d)
         .filter(|t| t.calls[0].name == "set")
-        .filter(|t| t.calls[0].arguments["value"].as_str().is_some_and(|v| v.to_lowercase() == "fifty"))
+        .filter(|t| {
+            t.calls[0].arguments["value"]
+                .as_str()
+                .is_some_and(|v| v.to_lowercase() == "fifty")
+        })
         .count();
     assert!(set_words > 0);
     for s in d.stats.prefixes_per_verb.values() {

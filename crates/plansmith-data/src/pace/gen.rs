@@ -61,7 +61,13 @@ pub(crate) struct Draft {
 
 impl Draft {
     pub(crate) fn new(intent: &'static str, style: Style) -> Draft {
-        Draft { intent, tpl: String::new(), slots: Vec::new(), calls: Vec::new(), style }
+        Draft {
+            intent,
+            tpl: String::new(),
+            slots: Vec::new(),
+            calls: Vec::new(),
+            style,
+        }
     }
 
     pub(crate) fn slot(&mut self, name: &str, kind: &'static str, value: impl Into<String>) {
@@ -144,52 +150,113 @@ fn entity(d: &mut Draft, rng: &mut Rng, ty: Ety, ctx: Ctx, name: &str, avoid: &[
     let (phrases, label, kind): (&[&str], String, &'static str) = loop {
         let (phrases, label, kind): (&[&str], String, &'static str) = match (ty, ctx) {
             (Ety::Ui, Ctx::Act) => (
-                &["{}", "{}", "{}", "the {} button", "the {} button", "the {} tab", "the {} icon", "the {} option", "the {} menu item"],
+                &[
+                    "{}",
+                    "{}",
+                    "{}",
+                    "the {} button",
+                    "the {} button",
+                    "the {} tab",
+                    "the {} icon",
+                    "the {} option",
+                    "the {} menu item",
+                ],
                 rng.pick(UI_LABELS).to_string(),
                 "ui",
             ),
             (Ety::Ui, Ctx::Open) => (
-                &["the {} tab", "the {} menu", "the {} panel", "the {} page", "the {} section"],
+                &[
+                    "the {} tab",
+                    "the {} menu",
+                    "the {} panel",
+                    "the {} page",
+                    "the {} section",
+                ],
                 rng.pick(UI_LABELS).to_string(),
                 "ui",
             ),
-            (Ety::Ui, Ctx::Within) => {
-                (&["the {} panel", "the {} list", "the {} pane"], rng.pick(UI_LABELS).to_string(), "ui")
-            }
+            (Ety::Ui, Ctx::Within) => (
+                &["the {} panel", "the {} list", "the {} pane"],
+                rng.pick(UI_LABELS).to_string(),
+                "ui",
+            ),
             (Ety::App, Ctx::Act) => (
-                &["the {} app", "{} in the dock", "the {} icon in the dock", "the {} application"],
+                &[
+                    "the {} app",
+                    "{} in the dock",
+                    "the {} icon in the dock",
+                    "the {} application",
+                ],
                 rng.pick(APPS).to_string(),
                 "app",
             ),
             (Ety::App, _) => (
-                &["{}", "{}", "{}", "the {} app", "the {} application", "{} app"],
+                &[
+                    "{}",
+                    "{}",
+                    "{}",
+                    "the {} app",
+                    "the {} application",
+                    "{} app",
+                ],
                 rng.pick(APPS).to_string(),
                 "app",
             ),
             (Ety::File, _) => {
                 if rng.chance(0.25) {
-                    (&["the {} folder", "my {} folder"], rng.pick(FOLDERS).to_string(), "folder")
+                    (
+                        &["the {} folder", "my {} folder"],
+                        rng.pick(FOLDERS).to_string(),
+                        "folder",
+                    )
                 } else {
-                    (&["{}", "{}", "the file {}", "the document {}", "the {} file"], file_name(rng), "file")
+                    (
+                        &["{}", "{}", "the file {}", "the document {}", "the {} file"],
+                        file_name(rng),
+                        "file",
+                    )
                 }
             }
             (Ety::Url, _) => (
-                &["{}", "{}", "the link {}", "the page {}", "the website {}", "the site {}"],
+                &[
+                    "{}",
+                    "{}",
+                    "the link {}",
+                    "the page {}",
+                    "the website {}",
+                    "the site {}",
+                ],
                 rng.pick(URLS).to_string(),
                 "url",
             ),
             (Ety::Window, _) => (
-                &["the {} window", "the {} window", "the window called {}", "the window named {}"],
+                &[
+                    "the {} window",
+                    "the {} window",
+                    "the window called {}",
+                    "the window named {}",
+                ],
                 rng.pick(WINDOWS).to_string(),
                 "window",
             ),
             (Ety::Contact, _) => (
-                &["contact {}", "the contact {}", "{}'s contact card", "{} in my contacts", "{}'s contact"],
+                &[
+                    "contact {}",
+                    "the contact {}",
+                    "{}'s contact card",
+                    "{} in my contacts",
+                    "{}'s contact",
+                ],
                 contact_name(rng),
                 "contact",
             ),
             (Ety::Text, _) => (
-                &["the text {}", "the word {}", "the phrase {}", "the words {}"],
+                &[
+                    "the text {}",
+                    "the word {}",
+                    "the phrase {}",
+                    "the words {}",
+                ],
                 rng.pick(SCREEN_TEXTS).to_string(),
                 "screen_text",
             ),
@@ -203,7 +270,10 @@ fn entity(d: &mut Draft, rng: &mut Rng, ty: Ety, ctx: Ctx, name: &str, avoid: &[
 }
 
 fn entity_ref(ty: Ety, slot: &'static str) -> A {
-    A::Obj(vec![("type", A::Enum(ty.as_str())), ("label", A::Slot(slot))])
+    A::Obj(vec![
+        ("type", A::Enum(ty.as_str())),
+        ("label", A::Slot(slot)),
+    ])
 }
 
 fn pick_type(rng: &mut Rng, weighted: &[(Ety, f64)]) -> Ety {
@@ -251,7 +321,10 @@ fn pointer(
     let ty = pick_type(rng, types);
     let e = entity(&mut d, rng, ty, Ctx::Act, "e", &[]);
     d.tpl = rng.pick(verbs).replace("{e}", &e);
-    d.calls.push(call("perform", vec![("action", A::Enum(action)), ("target", entity_ref(ty, "e"))]));
+    d.calls.push(call(
+        "perform",
+        vec![("action", A::Enum(action)), ("target", entity_ref(ty, "e"))],
+    ));
     d
 }
 
@@ -266,24 +339,71 @@ const ALL_TYPES: &[(Ety, f64)] = &[
 ];
 
 fn click(rng: &mut Rng) -> Draft {
-    let verbs = ["click {e}", "click on {e}", "tap {e}", "tap on {e}", "single-click {e}", "left-click {e}", "click {e} once"];
+    let verbs = [
+        "click {e}",
+        "click on {e}",
+        "tap {e}",
+        "tap on {e}",
+        "single-click {e}",
+        "left-click {e}",
+        "click {e} once",
+    ];
     pointer(rng, "perform.click", "click", &verbs, ALL_TYPES)
 }
 
 fn double_click(rng: &mut Rng) -> Draft {
-    let verbs = ["double-click {e}", "double click {e}", "double click on {e}", "double-click on {e}", "double-tap {e}", "give {e} a double click"];
-    let types = [(Ety::File, 35.0), (Ety::Ui, 20.0), (Ety::App, 15.0), (Ety::Text, 15.0), (Ety::Window, 5.0), (Ety::Url, 5.0), (Ety::Contact, 5.0)];
+    let verbs = [
+        "double-click {e}",
+        "double click {e}",
+        "double click on {e}",
+        "double-click on {e}",
+        "double-tap {e}",
+        "give {e} a double click",
+    ];
+    let types = [
+        (Ety::File, 35.0),
+        (Ety::Ui, 20.0),
+        (Ety::App, 15.0),
+        (Ety::Text, 15.0),
+        (Ety::Window, 5.0),
+        (Ety::Url, 5.0),
+        (Ety::Contact, 5.0),
+    ];
     pointer(rng, "perform.double_click", "double_click", &verbs, &types)
 }
 
 fn right_click(rng: &mut Rng) -> Draft {
-    let verbs = ["right-click {e}", "right click {e}", "right click on {e}", "right-click on {e}", "show the context menu for {e}", "ctrl-click {e}", "secondary-click {e}"];
+    let verbs = [
+        "right-click {e}",
+        "right click {e}",
+        "right click on {e}",
+        "right-click on {e}",
+        "show the context menu for {e}",
+        "ctrl-click {e}",
+        "secondary-click {e}",
+    ];
     pointer(rng, "perform.right_click", "right_click", &verbs, ALL_TYPES)
 }
 
 fn hover(rng: &mut Rng) -> Draft {
-    let verbs = ["hover over {e}", "mouse over {e}", "hover on {e}", "move the mouse over {e}", "put the cursor over {e}", "hover the mouse over {e}", "point at {e}"];
-    let types = [(Ety::Ui, 40.0), (Ety::Url, 15.0), (Ety::Text, 15.0), (Ety::App, 10.0), (Ety::File, 10.0), (Ety::Contact, 5.0), (Ety::Window, 5.0)];
+    let verbs = [
+        "hover over {e}",
+        "mouse over {e}",
+        "hover on {e}",
+        "move the mouse over {e}",
+        "put the cursor over {e}",
+        "hover the mouse over {e}",
+        "point at {e}",
+    ];
+    let types = [
+        (Ety::Ui, 40.0),
+        (Ety::Url, 15.0),
+        (Ety::Text, 15.0),
+        (Ety::App, 10.0),
+        (Ety::File, 10.0),
+        (Ety::Contact, 5.0),
+        (Ety::Window, 5.0),
+    ];
     pointer(rng, "perform.hover", "hover", &verbs, &types)
 }
 
@@ -291,11 +411,25 @@ fn type_text(rng: &mut Rng) -> Draft {
     let mut d = Draft::new("perform.type", Style::Imperative);
     d.slot("t", "text", *rng.pick(TEXTS));
     if rng.chance(0.45) {
-        d.tpl = rng.pick(&["type {t}", "enter {t}", "type out {t}", "input {t}", "key in {t}", "write out {t}"]).to_string();
-        d.calls.push(call("perform", vec![("action", A::Enum("type")), ("text", A::Slot("t"))]));
+        d.tpl = rng
+            .pick(&[
+                "type {t}",
+                "enter {t}",
+                "type out {t}",
+                "input {t}",
+                "key in {t}",
+                "write out {t}",
+            ])
+            .to_string();
+        d.calls.push(call(
+            "perform",
+            vec![("action", A::Enum("type")), ("text", A::Slot("t"))],
+        ));
     } else {
         d.slot("f", "field", *rng.pick(FIELDS));
-        let field = rng.pick(&["the {f} field", "the {f} box", "the {f} field", "{f}"]).to_string();
+        let field = rng
+            .pick(&["the {f} field", "the {f} box", "the {f} field", "{f}"])
+            .to_string();
         let tpl = *rng.pick(&[
             "type {t} into {F}",
             "type {t} in {F}",
@@ -309,7 +443,11 @@ fn type_text(rng: &mut Rng) -> Draft {
         d.tpl = tpl.replace("{F}", &field);
         d.calls.push(call(
             "perform",
-            vec![("action", A::Enum("type")), ("target", entity_ref(Ety::Ui, "f")), ("text", A::Slot("t"))],
+            vec![
+                ("action", A::Enum("type")),
+                ("target", entity_ref(Ety::Ui, "f")),
+                ("text", A::Slot("t")),
+            ],
         ));
     }
     d
@@ -320,13 +458,39 @@ fn key(rng: &mut Rng) -> Draft {
     d.slot("k", "key", *rng.pick(KEYS));
     if rng.chance(0.25) {
         d.slot("n", "count", rng.range(2, 10).to_string());
-        d.tpl = rng.pick(&["press {k} {n} times", "hit {k} {n} times", "press the {k} key {n} times", "hit the {k} key {n} times"]).to_string();
-        d.calls.push(call("perform", vec![("action", A::Enum("key")), ("keys", A::Slot("k")), ("amount", A::Int("n"))]));
+        d.tpl = rng
+            .pick(&[
+                "press {k} {n} times",
+                "hit {k} {n} times",
+                "press the {k} key {n} times",
+                "hit the {k} key {n} times",
+            ])
+            .to_string();
+        d.calls.push(call(
+            "perform",
+            vec![
+                ("action", A::Enum("key")),
+                ("keys", A::Slot("k")),
+                ("amount", A::Int("n")),
+            ],
+        ));
     } else {
         d.tpl = rng
-            .pick(&["press {k}", "hit {k}", "press the {k} key", "hit the {k} key", "use the shortcut {k}", "use the keyboard shortcut {k}", "press the shortcut {k}", "do {k}"])
+            .pick(&[
+                "press {k}",
+                "hit {k}",
+                "press the {k} key",
+                "hit the {k} key",
+                "use the shortcut {k}",
+                "use the keyboard shortcut {k}",
+                "press the shortcut {k}",
+                "do {k}",
+            ])
             .to_string();
-        d.calls.push(call("perform", vec![("action", A::Enum("key")), ("keys", A::Slot("k"))]));
+        d.calls.push(call(
+            "perform",
+            vec![("action", A::Enum("key")), ("keys", A::Slot("k"))],
+        ));
     }
     d
 }
@@ -336,40 +500,100 @@ fn scroll(rng: &mut Rng) -> Draft {
     let mut args = vec![("action", A::Enum("scroll"))];
     let tpl = match rng.below(10) {
         0 => {
-            let (t, dir) = *rng.pick(&[("scroll to the bottom", "down"), ("scroll to the top", "up"), ("scroll all the way down", "down"), ("scroll all the way up", "up")]);
+            let (t, dir) = *rng.pick(&[
+                ("scroll to the bottom", "down"),
+                ("scroll to the top", "up"),
+                ("scroll all the way down", "down"),
+                ("scroll all the way up", "up"),
+            ]);
             args.push(("direction", A::Enum(dir)));
             t.to_string()
         }
         1..=4 => {
-            d.slot("dir", "direction", *rng.pick(&["up", "down", "left", "right", "down", "up"]));
+            d.slot(
+                "dir",
+                "direction",
+                *rng.pick(&["up", "down", "left", "right", "down", "up"]),
+            );
             args.push(("direction", A::EnumOf("dir")));
-            rng.pick(&["scroll {dir}", "scroll {dir} a bit", "scroll {dir} a little", "scroll {dir} some more"]).to_string()
+            rng.pick(&[
+                "scroll {dir}",
+                "scroll {dir} a bit",
+                "scroll {dir} a little",
+                "scroll {dir} some more",
+            ])
+            .to_string()
         }
         _ => {
-            d.slot("dir", "direction", *rng.pick(&["up", "down", "left", "right", "down", "up"]));
+            d.slot(
+                "dir",
+                "direction",
+                *rng.pick(&["up", "down", "left", "right", "down", "up"]),
+            );
             d.slot("n", "count", rng.range(1, 20).to_string());
             args.push(("direction", A::EnumOf("dir")));
             args.push(("amount", A::Int("n")));
-            rng.pick(&["scroll {dir} {n}", "scroll {dir} {n} times", "scroll {dir} by {n}", "scroll {dir} {n} steps", "scroll {dir} {n} lines", "scroll {n} times {dir}"]).to_string()
+            rng.pick(&[
+                "scroll {dir} {n}",
+                "scroll {dir} {n} times",
+                "scroll {dir} by {n}",
+                "scroll {dir} {n} steps",
+                "scroll {dir} {n} lines",
+                "scroll {n} times {dir}",
+            ])
+            .to_string()
         }
     };
     d.tpl = tpl;
     if rng.chance(0.3) {
-        let ty = pick_type(rng, &[(Ety::Window, 40.0), (Ety::App, 30.0), (Ety::Ui, 20.0), (Ety::File, 10.0)]);
+        let ty = pick_type(
+            rng,
+            &[
+                (Ety::Window, 40.0),
+                (Ety::App, 30.0),
+                (Ety::Ui, 20.0),
+                (Ety::File, 10.0),
+            ],
+        );
         let e = entity(&mut d, rng, ty, Ctx::Within, "e", &[]);
-        d.tpl = if rng.chance(0.7) { format!("{} in {e}", d.tpl) } else { format!("in {e}, {}", d.tpl) };
+        d.tpl = if rng.chance(0.7) {
+            format!("{} in {e}", d.tpl)
+        } else {
+            format!("in {e}, {}", d.tpl)
+        };
         args.push(("target", entity_ref(ty, "e")));
     }
     d.calls.push(call("perform", args));
     d
 }
 
-const LINKING: &[&str] = &["to", "into", "onto", "and", "through", "together", "between", "from", "over", "on"];
+const LINKING: &[&str] = &[
+    "to", "into", "onto", "and", "through", "together", "between", "from", "over", "on",
+];
 
 fn drag(rng: &mut Rng) -> Draft {
     let mut d = Draft::new("perform.drag", Style::Imperative);
-    let src = pick_type(rng, &[(Ety::File, 40.0), (Ety::Ui, 15.0), (Ety::Text, 15.0), (Ety::Url, 10.0), (Ety::Contact, 10.0), (Ety::App, 10.0)]);
-    let dst = pick_type(rng, &[(Ety::File, 40.0), (Ety::Window, 20.0), (Ety::App, 20.0), (Ety::Ui, 10.0), (Ety::Contact, 10.0)]);
+    let src = pick_type(
+        rng,
+        &[
+            (Ety::File, 40.0),
+            (Ety::Ui, 15.0),
+            (Ety::Text, 15.0),
+            (Ety::Url, 10.0),
+            (Ety::Contact, 10.0),
+            (Ety::App, 10.0),
+        ],
+    );
+    let dst = pick_type(
+        rng,
+        &[
+            (Ety::File, 40.0),
+            (Ety::Window, 20.0),
+            (Ety::App, 20.0),
+            (Ety::Ui, 10.0),
+            (Ety::Contact, 10.0),
+        ],
+    );
     let e = entity(&mut d, rng, src, Ctx::Act, "e", LINKING);
     let t = entity(&mut d, rng, dst, Ctx::Act, "d", LINKING);
     let tpl = *rng.pick(&[
@@ -386,14 +610,27 @@ fn drag(rng: &mut Rng) -> Draft {
     d.tpl = tpl.replace("{e}", &e).replace("{d}", &t);
     d.calls.push(call(
         "perform",
-        vec![("action", A::Enum("drag")), ("target", entity_ref(src, "e")), ("destination", entity_ref(dst, "d"))],
+        vec![
+            ("action", A::Enum("drag")),
+            ("target", entity_ref(src, "e")),
+            ("destination", entity_ref(dst, "d")),
+        ],
     ));
     d
 }
 
 fn multi_select(rng: &mut Rng) -> Draft {
     let mut d = Draft::new("perform.multi_select", Style::Imperative);
-    let ty = pick_type(rng, &[(Ety::File, 40.0), (Ety::Ui, 15.0), (Ety::Text, 20.0), (Ety::Contact, 15.0), (Ety::Url, 10.0)]);
+    let ty = pick_type(
+        rng,
+        &[
+            (Ety::File, 40.0),
+            (Ety::Ui, 15.0),
+            (Ety::Text, 20.0),
+            (Ety::Contact, 15.0),
+            (Ety::Url, 10.0),
+        ],
+    );
     let e = entity(&mut d, rng, ty, Ctx::Act, "e", LINKING);
     let t = entity(&mut d, rng, ty, Ctx::Act, "d", LINKING);
     let tpl = *rng.pick(&[
@@ -410,44 +647,113 @@ fn multi_select(rng: &mut Rng) -> Draft {
     d.tpl = tpl.replace("{e}", &e).replace("{d}", &t);
     d.calls.push(call(
         "perform",
-        vec![("action", A::Enum("multi_select")), ("target", entity_ref(ty, "e")), ("destination", entity_ref(ty, "d"))],
+        vec![
+            ("action", A::Enum("multi_select")),
+            ("target", entity_ref(ty, "e")),
+            ("destination", entity_ref(ty, "d")),
+        ],
     ));
     d
 }
 
 fn open(rng: &mut Rng) -> Draft {
     let mut d = Draft::new("open", Style::Imperative);
-    let ty = pick_type(rng, &[(Ety::App, 35.0), (Ety::File, 20.0), (Ety::Url, 20.0), (Ety::Window, 10.0), (Ety::Contact, 7.0), (Ety::Ui, 8.0)]);
+    let ty = pick_type(
+        rng,
+        &[
+            (Ety::App, 35.0),
+            (Ety::File, 20.0),
+            (Ety::Url, 20.0),
+            (Ety::Window, 10.0),
+            (Ety::Contact, 7.0),
+            (Ety::Ui, 8.0),
+        ],
+    );
     let e = entity(&mut d, rng, ty, Ctx::Open, "e", &[]);
     let verbs: &[&str] = match ty {
-        Ety::App => &["open {e}", "launch {e}", "start {e}", "fire up {e}", "bring up {e}", "pull up {e}", "get {e} running", "run {e}", "open up {e}"],
-        Ety::File => &["open {e}", "show me {e}", "bring up {e}", "pull up {e}", "load {e}", "open up {e}"],
-        Ety::Url => &["open {e}", "go to {e}", "visit {e}", "navigate to {e}", "take me to {e}", "load {e}", "pull up {e}", "browse to {e}"],
-        Ety::Window => &["open {e}", "switch to {e}", "bring {e} to the front", "focus {e}", "show me {e}", "go to {e}", "jump to {e}"],
+        Ety::App => &[
+            "open {e}",
+            "launch {e}",
+            "start {e}",
+            "fire up {e}",
+            "bring up {e}",
+            "pull up {e}",
+            "get {e} running",
+            "run {e}",
+            "open up {e}",
+        ],
+        Ety::File => &[
+            "open {e}",
+            "show me {e}",
+            "bring up {e}",
+            "pull up {e}",
+            "load {e}",
+            "open up {e}",
+        ],
+        Ety::Url => &[
+            "open {e}",
+            "go to {e}",
+            "visit {e}",
+            "navigate to {e}",
+            "take me to {e}",
+            "load {e}",
+            "pull up {e}",
+            "browse to {e}",
+        ],
+        Ety::Window => &[
+            "open {e}",
+            "switch to {e}",
+            "bring {e} to the front",
+            "focus {e}",
+            "show me {e}",
+            "go to {e}",
+            "jump to {e}",
+        ],
         Ety::Contact => &["open {e}", "show me {e}", "pull up {e}", "bring up {e}"],
         _ => &["open {e}", "go to {e}", "switch to {e}", "show me {e}"],
     };
     d.tpl = rng.pick(verbs).replace("{e}", &e);
-    d.calls.push(call("open", vec![("target", entity_ref(ty, "e"))]));
+    d.calls
+        .push(call("open", vec![("target", entity_ref(ty, "e"))]));
     d
 }
 
 fn setting_phrase(rng: &mut Rng, toggle: bool) -> &'static str {
     if toggle {
-        *rng.pick(&["{s}", "{s}", "the {s}"])
+        rng.pick::<&str>(&["{s}", "{s}", "the {s}"])
     } else {
-        *rng.pick(&["the {s}", "{s}", "my {s}"])
+        rng.pick::<&str>(&["the {s}", "{s}", "my {s}"])
     }
 }
 
 fn set(rng: &mut Rng) -> Draft {
     let mut d = Draft::new("set", Style::Imperative);
-    let abs = ["set {S} to {v}", "change {S} to {v}", "turn {S} to {v}", "put {S} at {v}", "adjust {S} to {v}", "{S} to {v}", "set {S} at {v}", "bring {S} to {v}", "switch {S} to {v}"];
+    let abs = [
+        "set {S} to {v}",
+        "change {S} to {v}",
+        "turn {S} to {v}",
+        "put {S} at {v}",
+        "adjust {S} to {v}",
+        "{S} to {v}",
+        "set {S} at {v}",
+        "bring {S} to {v}",
+        "switch {S} to {v}",
+    ];
     let (s, tpl) = match rng.below(20) {
         0..=6 => {
             d.slot("s", "toggle_setting", *rng.pick(TOGGLE_SETTINGS));
             d.slot("v", "on_off", *rng.pick(&["on", "off"]));
-            let tpl = *rng.pick(&["turn {v} {S}", "turn {S} {v}", "switch {v} {S}", "switch {S} {v}", "set {S} to {v}", "put {S} {v}", "{S} {v}", "flip {S} {v}", "toggle {S} {v}"]);
+            let tpl = *rng.pick(&[
+                "turn {v} {S}",
+                "turn {S} {v}",
+                "switch {v} {S}",
+                "switch {S} {v}",
+                "set {S} to {v}",
+                "put {S} {v}",
+                "{S} {v}",
+                "flip {S} {v}",
+                "toggle {S} {v}",
+            ]);
             (setting_phrase(rng, true), tpl.to_string())
         }
         7..=14 => {
@@ -455,7 +761,10 @@ fn set(rng: &mut Rng) -> Draft {
             let r = rng.below(20);
             if r < 3 {
                 d.slot("v", "up_down", *rng.pick(&["up", "down"]));
-                (setting_phrase(rng, false), rng.pick(&["turn {S} {v}", "turn {v} {S}"]).to_string())
+                (
+                    setting_phrase(rng, false),
+                    rng.pick(&["turn {S} {v}", "turn {v} {S}"]).to_string(),
+                )
             } else {
                 let v = match r {
                     3..=11 => rng.range(1, 100).to_string(),
@@ -479,12 +788,20 @@ fn set(rng: &mut Rng) -> Draft {
         }
     };
     d.tpl = tpl.replace("{S}", s);
-    d.calls.push(call("set", vec![("target", A::Slot("s")), ("value", A::Slot("v"))]));
+    d.calls.push(call(
+        "set",
+        vec![("target", A::Slot("s")), ("value", A::Slot("v"))],
+    ));
     d
 }
 
 /// (source, mode, query vocabulary (None: no query), templates).
-type QueryRow = (&'static str, &'static str, Option<(&'static str, fn(&mut Rng) -> String)>, &'static [&'static str]);
+type QueryRow = (
+    &'static str,
+    &'static str,
+    Option<(&'static str, fn(&mut Rng) -> String)>,
+    &'static [&'static str],
+);
 
 fn q_web(rng: &mut Rng) -> String {
     rng.pick(WEB_QUERIES).to_string()
@@ -515,38 +832,325 @@ fn q_app(rng: &mut Rng) -> String {
 }
 
 const QUERIES: &[QueryRow] = &[
-    ("current_screen", "describe", None, &["what's on my screen", "what's on the screen", "describe the screen", "describe what's on screen", "what am I looking at", "tell me what's on my screen", "what do you see on the screen"]),
-    ("current_screen", "read", None, &["read the screen", "read what's on the screen", "read this page to me", "read the screen out loud", "read me what's on screen"]),
-    ("current_screen", "summarize", None, &["summarize this page", "summarize what's on screen", "summarize the screen", "give me a summary of this page", "sum up this page"]),
-    ("current_screen", "search", Some(("screen_query", q_screen)), &["find {q} on the screen", "look for {q} on screen", "where is {q} on the screen", "search the screen for {q}", "is there {q} on this page"]),
-    ("calendar", "read", None, &["what's on my calendar", "read me my calendar", "what's on my schedule", "read my agenda", "read my calendar"]),
-    ("calendar", "search", Some(("calendar_query", q_cal)), &["search my calendar for {q}", "find {q} on my calendar", "look up {q} in my calendar", "check my calendar for {q}", "what's on my calendar for {q}"]),
-    ("calendar", "summarize", None, &["summarize my calendar", "summarize my week", "give me an overview of my calendar", "sum up my schedule"]),
-    ("calendar", "describe", None, &["what does my calendar look like", "how busy am I", "describe my calendar", "how packed is my schedule"]),
-    ("email", "read", None, &["read my latest email", "read my emails", "read the last email", "read me my new mail"]),
-    ("email", "read", Some(("contact", q_contact)), &["read the email from {q}", "read me the latest email from {q}", "what did {q} email me"]),
-    ("email", "search", Some(("email_query", q_mail)), &["find emails about {q}", "search my email for {q}", "find the email about {q}", "look for {q} in my inbox", "search my mail for {q}"]),
-    ("email", "search", Some(("contact", q_contact)), &["find emails from {q}", "search my inbox for mail from {q}", "show all emails from {q}"]),
-    ("email", "summarize", None, &["summarize my inbox", "summarize my unread emails", "give me a summary of my emails"]),
-    ("email", "summarize", Some(("email_query", q_mail)), &["summarize the email about {q}", "summarize the thread about {q}"]),
-    ("email", "describe", None, &["do I have new email", "what's in my inbox", "any new emails", "how many unread emails do I have"]),
-    ("files", "search", Some(("file", q_file)), &["find {q} in my files", "search my files for {q}", "where is {q}", "look for {q} on my computer", "locate {q}", "where did I save {q}"]),
-    ("files", "summarize", Some(("file", q_file)), &["summarize {q}", "give me a summary of {q}", "sum up {q}"]),
-    ("files", "read", Some(("file", q_file)), &["read {q} to me", "read me {q}", "read the file {q} out loud"]),
-    ("files", "describe", Some(("folder", q_folder)), &["what's in my {q} folder", "describe the {q} folder", "what's inside the {q} folder"]),
-    ("web", "search", Some(("web_query", q_web)), &["search the web for {q}", "google {q}", "look up {q} online", "search online for {q}", "find {q} on the web", "search for {q}", "look up {q}"]),
-    ("web", "summarize", Some(("url", q_url)), &["summarize the article at {q}", "summarize {q}", "give me a summary of {q}"]),
-    ("web", "read", Some(("url", q_url)), &["read the article at {q}", "read {q} to me", "read me the page at {q}"]),
-    ("clipboard", "read", None, &["what's on my clipboard", "read my clipboard", "read what I copied", "what did I copy"]),
-    ("clipboard", "summarize", None, &["summarize my clipboard", "summarize what I copied", "summarize the clipboard"]),
-    ("clipboard", "describe", None, &["describe what's on my clipboard", "what kind of thing is on my clipboard"]),
-    ("notifications", "read", None, &["read my notifications", "what are my notifications", "read me my alerts", "read my latest notification"]),
-    ("notifications", "summarize", None, &["summarize my notifications", "summarize my alerts", "catch me up on my notifications"]),
-    ("notifications", "search", Some(("app", q_app)), &["any notifications from {q}", "find notifications from {q}", "search my notifications for {q}", "did {q} send me a notification"]),
-    ("notifications", "describe", None, &["what notifications do I have", "do I have any notifications", "describe my notifications"]),
+    (
+        "current_screen",
+        "describe",
+        None,
+        &[
+            "what's on my screen",
+            "what's on the screen",
+            "describe the screen",
+            "describe what's on screen",
+            "what am I looking at",
+            "tell me what's on my screen",
+            "what do you see on the screen",
+        ],
+    ),
+    (
+        "current_screen",
+        "read",
+        None,
+        &[
+            "read the screen",
+            "read what's on the screen",
+            "read this page to me",
+            "read the screen out loud",
+            "read me what's on screen",
+        ],
+    ),
+    (
+        "current_screen",
+        "summarize",
+        None,
+        &[
+            "summarize this page",
+            "summarize what's on screen",
+            "summarize the screen",
+            "give me a summary of this page",
+            "sum up this page",
+        ],
+    ),
+    (
+        "current_screen",
+        "search",
+        Some(("screen_query", q_screen)),
+        &[
+            "find {q} on the screen",
+            "look for {q} on screen",
+            "where is {q} on the screen",
+            "search the screen for {q}",
+            "is there {q} on this page",
+        ],
+    ),
+    (
+        "calendar",
+        "read",
+        None,
+        &[
+            "what's on my calendar",
+            "read me my calendar",
+            "what's on my schedule",
+            "read my agenda",
+            "read my calendar",
+        ],
+    ),
+    (
+        "calendar",
+        "search",
+        Some(("calendar_query", q_cal)),
+        &[
+            "search my calendar for {q}",
+            "find {q} on my calendar",
+            "look up {q} in my calendar",
+            "check my calendar for {q}",
+            "what's on my calendar for {q}",
+        ],
+    ),
+    (
+        "calendar",
+        "summarize",
+        None,
+        &[
+            "summarize my calendar",
+            "summarize my week",
+            "give me an overview of my calendar",
+            "sum up my schedule",
+        ],
+    ),
+    (
+        "calendar",
+        "describe",
+        None,
+        &[
+            "what does my calendar look like",
+            "how busy am I",
+            "describe my calendar",
+            "how packed is my schedule",
+        ],
+    ),
+    (
+        "email",
+        "read",
+        None,
+        &[
+            "read my latest email",
+            "read my emails",
+            "read the last email",
+            "read me my new mail",
+        ],
+    ),
+    (
+        "email",
+        "read",
+        Some(("contact", q_contact)),
+        &[
+            "read the email from {q}",
+            "read me the latest email from {q}",
+            "what did {q} email me",
+        ],
+    ),
+    (
+        "email",
+        "search",
+        Some(("email_query", q_mail)),
+        &[
+            "find emails about {q}",
+            "search my email for {q}",
+            "find the email about {q}",
+            "look for {q} in my inbox",
+            "search my mail for {q}",
+        ],
+    ),
+    (
+        "email",
+        "search",
+        Some(("contact", q_contact)),
+        &[
+            "find emails from {q}",
+            "search my inbox for mail from {q}",
+            "show all emails from {q}",
+        ],
+    ),
+    (
+        "email",
+        "summarize",
+        None,
+        &[
+            "summarize my inbox",
+            "summarize my unread emails",
+            "give me a summary of my emails",
+        ],
+    ),
+    (
+        "email",
+        "summarize",
+        Some(("email_query", q_mail)),
+        &[
+            "summarize the email about {q}",
+            "summarize the thread about {q}",
+        ],
+    ),
+    (
+        "email",
+        "describe",
+        None,
+        &[
+            "do I have new email",
+            "what's in my inbox",
+            "any new emails",
+            "how many unread emails do I have",
+        ],
+    ),
+    (
+        "files",
+        "search",
+        Some(("file", q_file)),
+        &[
+            "find {q} in my files",
+            "search my files for {q}",
+            "where is {q}",
+            "look for {q} on my computer",
+            "locate {q}",
+            "where did I save {q}",
+        ],
+    ),
+    (
+        "files",
+        "summarize",
+        Some(("file", q_file)),
+        &["summarize {q}", "give me a summary of {q}", "sum up {q}"],
+    ),
+    (
+        "files",
+        "read",
+        Some(("file", q_file)),
+        &[
+            "read {q} to me",
+            "read me {q}",
+            "read the file {q} out loud",
+        ],
+    ),
+    (
+        "files",
+        "describe",
+        Some(("folder", q_folder)),
+        &[
+            "what's in my {q} folder",
+            "describe the {q} folder",
+            "what's inside the {q} folder",
+        ],
+    ),
+    (
+        "web",
+        "search",
+        Some(("web_query", q_web)),
+        &[
+            "search the web for {q}",
+            "google {q}",
+            "look up {q} online",
+            "search online for {q}",
+            "find {q} on the web",
+            "search for {q}",
+            "look up {q}",
+        ],
+    ),
+    (
+        "web",
+        "summarize",
+        Some(("url", q_url)),
+        &[
+            "summarize the article at {q}",
+            "summarize {q}",
+            "give me a summary of {q}",
+        ],
+    ),
+    (
+        "web",
+        "read",
+        Some(("url", q_url)),
+        &[
+            "read the article at {q}",
+            "read {q} to me",
+            "read me the page at {q}",
+        ],
+    ),
+    (
+        "clipboard",
+        "read",
+        None,
+        &[
+            "what's on my clipboard",
+            "read my clipboard",
+            "read what I copied",
+            "what did I copy",
+        ],
+    ),
+    (
+        "clipboard",
+        "summarize",
+        None,
+        &[
+            "summarize my clipboard",
+            "summarize what I copied",
+            "summarize the clipboard",
+        ],
+    ),
+    (
+        "clipboard",
+        "describe",
+        None,
+        &[
+            "describe what's on my clipboard",
+            "what kind of thing is on my clipboard",
+        ],
+    ),
+    (
+        "notifications",
+        "read",
+        None,
+        &[
+            "read my notifications",
+            "what are my notifications",
+            "read me my alerts",
+            "read my latest notification",
+        ],
+    ),
+    (
+        "notifications",
+        "summarize",
+        None,
+        &[
+            "summarize my notifications",
+            "summarize my alerts",
+            "catch me up on my notifications",
+        ],
+    ),
+    (
+        "notifications",
+        "search",
+        Some(("app", q_app)),
+        &[
+            "any notifications from {q}",
+            "find notifications from {q}",
+            "search my notifications for {q}",
+            "did {q} send me a notification",
+        ],
+    ),
+    (
+        "notifications",
+        "describe",
+        None,
+        &[
+            "what notifications do I have",
+            "do I have any notifications",
+            "describe my notifications",
+        ],
+    ),
 ];
 
-const QUESTION_WORDS: &[&str] = &["what", "what's", "where", "how", "do", "did", "any", "is", "when", "who"];
+const QUESTION_WORDS: &[&str] = &[
+    "what", "what's", "where", "how", "do", "did", "any", "is", "when", "who",
+];
 
 fn style_of(tpl: &str) -> Style {
     let first = tpl.split_whitespace().next().unwrap_or("");
@@ -624,7 +1228,10 @@ fn compose(rng: &mut Rng) -> Draft {
     } else {
         d.slot("m", "message", *rng.pick(COMPOSE_MESSAGES));
     }
-    args.push(("content", A::Slot(if tpl.contains("{c}") { "c" } else { "m" })));
+    args.push((
+        "content",
+        A::Slot(if tpl.contains("{c}") { "c" } else { "m" }),
+    ));
     if tpl.contains("{r}") {
         d.slot("r", "contact", contact_name(rng));
         args.push(("recipient", A::Slot("r")));
@@ -637,7 +1244,15 @@ fn compose(rng: &mut Rng) -> Draft {
 /// setting, `{t}` time placeholders of a clarify phrase with slots.
 fn fill_placeholders(d: &mut Draft, rng: &mut Rng, phrase: &str, missing: bool) -> String {
     let mut out = phrase.to_string();
-    for (ph, kind) in [("{f}", "file"), ("{d}", "folder"), ("{c}", "contact"), ("{a}", "app"), ("{w}", "w"), ("{s}", "setting"), ("{t}", "when")] {
+    for (ph, kind) in [
+        ("{f}", "file"),
+        ("{d}", "folder"),
+        ("{c}", "contact"),
+        ("{a}", "app"),
+        ("{w}", "w"),
+        ("{s}", "setting"),
+        ("{t}", "when"),
+    ] {
         if !out.contains(ph) {
             continue;
         }
@@ -662,7 +1277,10 @@ fn clarify_confirmation(rng: &mut Rng) -> Draft {
     let mut d = Draft::new("clarify.confirmation", Style::Imperative);
     let phrase = *rng.pick(DESTRUCTIVE);
     d.tpl = fill_placeholders(&mut d, rng, phrase, false);
-    d.calls.push(call("clarify", vec![("kind", A::Enum("confirmation")), ("question", A::Core)]));
+    d.calls.push(call(
+        "clarify",
+        vec![("kind", A::Enum("confirmation")), ("question", A::Core)],
+    ));
     d
 }
 
@@ -673,7 +1291,10 @@ fn clarify_missing(rng: &mut Rng) -> Draft {
     if d.tpl.starts_with("remind") {
         d.style = Style::ImperativeMe;
     }
-    d.calls.push(call("clarify", vec![("kind", A::Enum("missing_value")), ("question", A::Core)]));
+    d.calls.push(call(
+        "clarify",
+        vec![("kind", A::Enum("missing_value")), ("question", A::Core)],
+    ));
     d
 }
 
@@ -684,8 +1305,18 @@ fn clarify_choice(rng: &mut Rng) -> Draft {
         ("ui", &["click {X}", "tap {X}", "click on {X}"][..]),
         ("file", &["open {X}", "pull up {X}", "delete {X}"][..]),
         ("url", &["go to {X}", "open {X}", "visit {X}"][..]),
-        ("contact", &["email {X}", "text {X}", "message {X}", "call {X}"][..]),
-        ("level", &["set the volume to {X}", "set the brightness to {X}", "change the font size to {X}"][..]),
+        (
+            "contact",
+            &["email {X}", "text {X}", "message {X}", "call {X}"][..],
+        ),
+        (
+            "level",
+            &[
+                "set the volume to {X}",
+                "set the brightness to {X}",
+                "change the font size to {X}",
+            ][..],
+        ),
     ]);
     let n = if rng.chance(0.25) { 3 } else { 2 };
     let mut values: Vec<String> = Vec::new();
@@ -718,7 +1349,14 @@ fn clarify_choice(rng: &mut Rng) -> Draft {
     };
     d.tpl = rng.pick(verb).replace("{X}", &alts);
     let choices = names[..n].iter().map(|n| A::Slot(n)).collect();
-    d.calls.push(call("clarify", vec![("kind", A::Enum("choice")), ("question", A::Core), ("choices", A::Arr(choices))]));
+    d.calls.push(call(
+        "clarify",
+        vec![
+            ("kind", A::Enum("choice")),
+            ("question", A::Core),
+            ("choices", A::Arr(choices)),
+        ],
+    ));
     d
 }
 
@@ -726,7 +1364,16 @@ fn say(rng: &mut Rng) -> Draft {
     let mut d = Draft::new("say", Style::Imperative);
     d.slot("t", "text", *rng.pick(TEXTS));
     d.tpl = rng
-        .pick(&["say {t}", "say out loud {t}", "announce {t}", "repeat after me {t}", "say the words {t}", "tell everyone {t}", "say {t} out loud", "speak the phrase {t}"])
+        .pick(&[
+            "say {t}",
+            "say out loud {t}",
+            "announce {t}",
+            "repeat after me {t}",
+            "say the words {t}",
+            "tell everyone {t}",
+            "say {t} out loud",
+            "speak the phrase {t}",
+        ])
         .to_string();
     d.calls.push(call("say", vec![("text", A::Slot("t"))]));
     d
@@ -752,7 +1399,8 @@ fn query_memory(rng: &mut Rng) -> Draft {
     }
     d.slot("q", "memory", *rng.pick(MEMORY_QUERIES));
     d.tpl = tpl.to_string();
-    d.calls.push(call("query_memory", vec![("query", A::Slot("q"))]));
+    d.calls
+        .push(call("query_memory", vec![("query", A::Slot("q"))]));
     d
 }
 
@@ -761,27 +1409,70 @@ fn wait(rng: &mut Rng) -> Draft {
     match rng.below(10) {
         0..=4 => {
             d.slot("c", "condition", *rng.pick(WAIT_CONDITIONS));
-            d.tpl = rng.pick(&["wait until {c}", "hold on until {c}", "pause until {c}", "don't continue until {c}", "wait till {c}", "keep waiting until {c}"]).to_string();
-            d.calls.push(call("wait", vec![("condition", A::Slot("c"))]));
+            d.tpl = rng
+                .pick(&[
+                    "wait until {c}",
+                    "hold on until {c}",
+                    "pause until {c}",
+                    "don't continue until {c}",
+                    "wait till {c}",
+                    "keep waiting until {c}",
+                ])
+                .to_string();
+            d.calls
+                .push(call("wait", vec![("condition", A::Slot("c"))]));
         }
         5..=6 => {
             d.slot("c", "condition", *rng.pick(WAIT_CONDITIONS));
             d.slot("n", "seconds", rng.range(5, 900).to_string());
             d.tpl = rng
-                .pick(&["wait until {c}, up to {n} seconds", "wait until {c} but no longer than {n} seconds", "wait up to {n} seconds until {c}", "give it {n} seconds max until {c}"])
+                .pick(&[
+                    "wait until {c}, up to {n} seconds",
+                    "wait until {c} but no longer than {n} seconds",
+                    "wait up to {n} seconds until {c}",
+                    "give it {n} seconds max until {c}",
+                ])
                 .to_string();
-            d.calls.push(call("wait", vec![("condition", A::Slot("c")), ("timeout_seconds", A::Int("n"))]));
+            d.calls.push(call(
+                "wait",
+                vec![
+                    ("condition", A::Slot("c")),
+                    ("timeout_seconds", A::Int("n")),
+                ],
+            ));
         }
         7..=8 => {
             d.slot("cs", "seconds", format!("{} seconds", rng.range(2, 600)));
-            d.tpl = rng.pick(&["wait {cs}", "pause for {cs}", "hold on for {cs}", "give it {cs}", "wait for {cs}"]).to_string();
-            d.calls.push(call("wait", vec![("condition", A::Slot("cs")), ("timeout_seconds", A::Int("cs"))]));
+            d.tpl = rng
+                .pick(&[
+                    "wait {cs}",
+                    "pause for {cs}",
+                    "hold on for {cs}",
+                    "give it {cs}",
+                    "wait for {cs}",
+                ])
+                .to_string();
+            d.calls.push(call(
+                "wait",
+                vec![
+                    ("condition", A::Slot("cs")),
+                    ("timeout_seconds", A::Int("cs")),
+                ],
+            ));
         }
         _ => {
             let unit = rng.pick(&["minutes", "hours"]);
             d.slot("cs", "duration", format!("{} {unit}", rng.range(2, 59)));
-            d.tpl = rng.pick(&["wait {cs}", "pause for {cs}", "hold on for {cs}", "wait for {cs}"]).to_string();
-            d.calls.push(call("wait", vec![("condition", A::Slot("cs"))]));
+            d.tpl = rng
+                .pick(&[
+                    "wait {cs}",
+                    "pause for {cs}",
+                    "hold on for {cs}",
+                    "wait for {cs}",
+                ])
+                .to_string();
+            d.calls
+                .push(call("wait", vec![("condition", A::Slot("cs"))]));
         }
     }
     d
@@ -807,23 +1498,72 @@ fn schedule(rng: &mut Rng) -> Draft {
         tpls.extend(["schedule {w} for {t}", "plan to {w} for {t}"]);
     }
     d.tpl = rng.pick(&tpls).to_string();
-    d.calls.push(call("schedule", vec![("when", A::Slot("t")), ("what", A::Slot("w"))]));
+    d.calls.push(call(
+        "schedule",
+        vec![("when", A::Slot("t")), ("what", A::Slot("w"))],
+    ));
     d
 }
 
 // ---------------------------------------------------------------------------------------------
 // Wrappers and rendering
 
-const FILLERS: &[&str] = &["um ", "um, ", "uh ", "hey, ", "hey ", "ok ", "okay, ", "so ", "Pace, ", "hey Pace, ", "alright, ", "hmm, ", "oh and ", "quick one: "];
-const POLITE: &[&str] = &[
-    "please ", "could you ", "can you ", "would you ", "will you ", "can you please ", "could you please ",
-    "would you please ", "I'd like you to ", "I want you to ", "I need you to ", "go ahead and ", "just ",
-    "quickly ", "kindly ", "would you kindly ", "I'd love it if you could ", "do me a favor and ",
+const FILLERS: &[&str] = &[
+    "um ",
+    "um, ",
+    "uh ",
+    "hey, ",
+    "hey ",
+    "ok ",
+    "okay, ",
+    "so ",
+    "Pace, ",
+    "hey Pace, ",
+    "alright, ",
+    "hmm, ",
+    "oh and ",
+    "quick one: ",
 ];
-const POLITE_SELF: &[&str] = &["let's ", "I want to ", "I'd like to ", "I need to ", "help me ", "time to "];
+const POLITE: &[&str] = &[
+    "please ",
+    "could you ",
+    "can you ",
+    "would you ",
+    "will you ",
+    "can you please ",
+    "could you please ",
+    "would you please ",
+    "I'd like you to ",
+    "I want you to ",
+    "I need you to ",
+    "go ahead and ",
+    "just ",
+    "quickly ",
+    "kindly ",
+    "would you kindly ",
+    "I'd love it if you could ",
+    "do me a favor and ",
+];
+const POLITE_SELF: &[&str] = &[
+    "let's ",
+    "I want to ",
+    "I'd like to ",
+    "I need to ",
+    "help me ",
+    "time to ",
+];
 const SUFFIXES: &[&str] = &[
-    " please", ", please", " thanks", ", thanks", " thank you", ", thank you", " for me", " now", " right now",
-    " when you get a chance", " if you can",
+    " please",
+    ", please",
+    " thanks",
+    ", thanks",
+    " thank you",
+    ", thank you",
+    " for me",
+    " now",
+    " right now",
+    " when you get a chance",
+    " if you can",
 ];
 const ASKING: &[&str] = &["could", "can", "would", "will"];
 
@@ -833,18 +1573,22 @@ pub(crate) fn realize(d: &Draft, rng: &mut Rng) -> Realized {
     let mut suffix = String::new();
     let mut asking = false;
     if rng.chance(0.18) {
-        prefix.push_str(*rng.pick(FILLERS));
+        prefix.push_str(rng.pick::<&str>(FILLERS));
     }
     match d.style {
         Style::Imperative | Style::ImperativeMe => {
             if rng.chance(0.45) {
                 let own = d.style == Style::Imperative && rng.chance(0.2);
-                let p = if own { *rng.pick(POLITE_SELF) } else { *rng.pick(POLITE) };
+                let p = if own {
+                    *rng.pick(POLITE_SELF)
+                } else {
+                    *rng.pick(POLITE)
+                };
                 asking = ASKING.iter().any(|a| p.starts_with(a));
                 prefix.push_str(p);
             }
             if rng.chance(0.22) {
-                suffix.push_str(*rng.pick(SUFFIXES));
+                suffix.push_str(rng.pick::<&str>(SUFFIXES));
             }
         }
         Style::Question => asking = true,
@@ -879,7 +1623,10 @@ pub(crate) fn realize(d: &Draft, rng: &mut Rng) -> Realized {
             "[" => Piece::CoreStart,
             "]" => Piece::CoreEnd,
             _ => Piece::Slot(
-                d.slots.iter().position(|(n, _, _)| n == name).unwrap_or_else(|| panic!("unknown slot {{{name}}} in {:?}", d.tpl)),
+                d.slots
+                    .iter()
+                    .position(|(n, _, _)| n == name)
+                    .unwrap_or_else(|| panic!("unknown slot {{{name}}} in {:?}", d.tpl)),
             ),
         });
         rest = &rest[close + 1..];
@@ -905,7 +1652,10 @@ pub(crate) fn realize(d: &Draft, rng: &mut Rng) -> Realized {
         .collect();
     if casing == 1 {
         // Capitalize the first character of the request, wherever it lives.
-        if let Some(i) = pieces.iter().position(|p| matches!(p, Piece::Lit(_) | Piece::Slot(_))) {
+        if let Some(i) = pieces
+            .iter()
+            .position(|p| matches!(p, Piece::Lit(_) | Piece::Slot(_)))
+        {
             let target = match pieces[i] {
                 Piece::Slot(s) => &mut values[s],
                 _ => &mut texts[i],
@@ -942,7 +1692,11 @@ pub(crate) fn realize(d: &Draft, rng: &mut Rng) -> Realized {
         }
     }
     let lookup = |name: &str| -> &str {
-        let i = d.slots.iter().position(|(n, _, _)| n == name).unwrap_or_else(|| panic!("unknown slot {name}"));
+        let i = d
+            .slots
+            .iter()
+            .position(|(n, _, _)| n == name)
+            .unwrap_or_else(|| panic!("unknown slot {name}"));
         &values[i]
     };
     fn value(a: &A, lookup: &dyn Fn(&str) -> String, core: &str) -> Value {
@@ -956,9 +1710,12 @@ pub(crate) fn realize(d: &Draft, rng: &mut Rng) -> Realized {
                 Value::from(digits.parse::<i64>().expect("integer slot without digits"))
             }
             A::Core => Value::String(core.to_string()),
-            A::Obj(fields) => {
-                Value::Object(fields.iter().map(|(k, a)| (k.to_string(), value(a, lookup, core))).collect::<Map<_, _>>())
-            }
+            A::Obj(fields) => Value::Object(
+                fields
+                    .iter()
+                    .map(|(k, a)| (k.to_string(), value(a, lookup, core)))
+                    .collect::<Map<_, _>>(),
+            ),
             A::Arr(items) => Value::Array(items.iter().map(|a| value(a, lookup, core)).collect()),
         }
     }
@@ -967,7 +1724,11 @@ pub(crate) fn realize(d: &Draft, rng: &mut Rng) -> Realized {
         .calls
         .iter()
         .map(|c| {
-            let args: Map<String, Value> = c.args.iter().map(|(k, a)| (k.to_string(), value(a, &owned, &core))).collect();
+            let args: Map<String, Value> = c
+                .args
+                .iter()
+                .map(|(k, a)| (k.to_string(), value(a, &owned, &core)))
+                .collect();
             Call::new(c.name, args)
         })
         .collect();
@@ -977,6 +1738,11 @@ pub(crate) fn realize(d: &Draft, rng: &mut Rng) -> Realized {
         plan: Plan::new(calls),
         skeleton,
         core_skeleton,
-        slots: d.slots.iter().zip(values).map(|((_, k, _), v)| (*k, v)).collect(),
+        slots: d
+            .slots
+            .iter()
+            .zip(values)
+            .map(|((_, k, _), v)| (*k, v))
+            .collect(),
     }
 }

@@ -24,8 +24,18 @@ use crate::DataError;
 pub const PACE_TOOLS_JSON: &str = include_str!("../../../../examples/pace/tools.json");
 
 /// The ten Pace verbs, in catalog order.
-pub const PACE_VERBS: [&str; 10] =
-    ["perform", "set", "open", "query", "compose", "clarify", "say", "query_memory", "wait", "schedule"];
+pub const PACE_VERBS: [&str; 10] = [
+    "perform",
+    "set",
+    "open",
+    "query",
+    "compose",
+    "clarify",
+    "say",
+    "query_memory",
+    "wait",
+    "schedule",
+];
 
 /// The Pace catalog.
 pub fn pace_catalog() -> Catalog {
@@ -53,7 +63,13 @@ impl Default for PaceConfig {
 impl PaceConfig {
     /// `n` training examples, `n/10` calibration and `2n/15` test ones (the CLI's `--n`).
     pub fn with_n(n: usize) -> PaceConfig {
-        PaceConfig { n_train: n, n_calibration: n / 10, n_test: n * 2 / 15, seed: 0, holdout_verb: None }
+        PaceConfig {
+            n_train: n,
+            n_calibration: n / 10,
+            n_test: n * 2 / 15,
+            seed: 0,
+            holdout_verb: None,
+        }
     }
 }
 
@@ -126,7 +142,11 @@ pub fn generate_pace(cfg: &PaceConfig) -> Result<PaceData, DataError> {
     let mut seen: HashMap<String, String> = HashMap::new();
     let mut pool: Vec<(Trace, gen::Realized)> = Vec::with_capacity(need);
     let mut heldout: Vec<(Trace, gen::Realized)> = Vec::new();
-    let mut stats = PaceStats { seed: cfg.seed, holdout_verb: cfg.holdout_verb.clone(), ..Default::default() };
+    let mut stats = PaceStats {
+        seed: cfg.seed,
+        holdout_verb: cfg.holdout_verb.clone(),
+        ..Default::default()
+    };
     let mut attempts = 0usize;
     while pool.len() < need {
         attempts += 1;
@@ -140,7 +160,9 @@ pub fn generate_pace(cfg: &PaceConfig) -> Result<PaceData, DataError> {
         let draft = f(&mut rng);
         let r = gen::realize(&draft, &mut rng);
         let key = r.request.to_lowercase();
-        let plan_key = serde_json::to_string(&r.plan).unwrap_or_default().to_lowercase();
+        let plan_key = serde_json::to_string(&r.plan)
+            .unwrap_or_default()
+            .to_lowercase();
         if let Some(previous) = seen.get(&key) {
             if *previous == plan_key {
                 stats.duplicates_skipped += 1;
@@ -172,7 +194,13 @@ pub fn generate_pace(cfg: &PaceConfig) -> Result<PaceData, DataError> {
     let train = pool;
     fill_stats(&mut stats, &train, &calibration, &test, &heldout);
     let strip = |v: Vec<(Trace, gen::Realized)>| v.into_iter().map(|(t, _)| t).collect::<Vec<_>>();
-    Ok(PaceData { train: strip(train), calibration: strip(calibration), test: strip(test), heldout: strip(heldout), stats })
+    Ok(PaceData {
+        train: strip(train),
+        calibration: strip(calibration),
+        test: strip(test),
+        heldout: strip(heldout),
+        stats,
+    })
 }
 
 /// The plan survives DSL render -> parse -> type, equals itself, and validates with
@@ -197,13 +225,23 @@ fn fill_stats(
     test: &[(Trace, gen::Realized)],
     heldout: &[(Trace, gen::Realized)],
 ) {
-    for (name, split) in [("train", train), ("calibration", calibration), ("test", test), ("heldout_verb", heldout)] {
+    for (name, split) in [
+        ("train", train),
+        ("calibration", calibration),
+        ("test", test),
+        ("heldout_verb", heldout),
+    ] {
         stats.splits.insert(name.into(), split.len());
     }
     for (t, _) in train {
         *stats.train_per_verb.entry(verb_of(t).into()).or_default() += 1;
     }
-    let all: Vec<&(Trace, gen::Realized)> = train.iter().chain(calibration).chain(test).chain(heldout).collect();
+    let all: Vec<&(Trace, gen::Realized)> = train
+        .iter()
+        .chain(calibration)
+        .chain(test)
+        .chain(heldout)
+        .collect();
     let mut templates: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
     let mut skeletons: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
     let mut prefixes: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -214,40 +252,78 @@ fn fill_stats(
         *stats.per_verb.entry(verb.clone()).or_default() += 1;
         *stats.per_intent.entry(r.intent.to_string()).or_default() += 1;
         for call in &t.calls {
-            let arg = |k: &str| call.arguments.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+            let arg = |k: &str| {
+                call.arguments
+                    .get(k)
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string()
+            };
             match call.name.as_str() {
                 "perform" => *stats.per_action.entry(arg("action")).or_default() += 1,
                 "clarify" => *stats.per_clarify_kind.entry(arg("kind")).or_default() += 1,
                 "query" => {
-                    *stats.per_query_source_mode.entry(format!("{}.{}", arg("source"), arg("mode"))).or_default() += 1
+                    *stats
+                        .per_query_source_mode
+                        .entry(format!("{}.{}", arg("source"), arg("mode")))
+                        .or_default() += 1
                 }
                 "compose" => *stats.per_compose_format.entry(arg("format")).or_default() += 1,
                 _ => {}
             }
             for key in ["target", "destination"] {
-                if let Some(ty) = call.arguments.get(key).and_then(|v| v.get("type")).and_then(Value::as_str) {
+                if let Some(ty) = call
+                    .arguments
+                    .get(key)
+                    .and_then(|v| v.get("type"))
+                    .and_then(Value::as_str)
+                {
                     *stats.per_entity_type.entry(ty.into()).or_default() += 1;
                 }
             }
         }
-        templates.entry(verb.clone()).or_default().insert(&r.core_skeleton);
-        skeletons.entry(verb.clone()).or_default().insert(&r.skeleton);
-        let prefix: Vec<String> = t.request.split_whitespace().take(3).map(str::to_lowercase).collect();
+        templates
+            .entry(verb.clone())
+            .or_default()
+            .insert(&r.core_skeleton);
+        skeletons
+            .entry(verb.clone())
+            .or_default()
+            .insert(&r.skeleton);
+        let prefix: Vec<String> = t
+            .request
+            .split_whitespace()
+            .take(3)
+            .map(str::to_lowercase)
+            .collect();
         prefixes.entry(verb).or_default().insert(prefix.join(" "));
         for (kind, value) in &r.slots {
-            vocab.entry(kind.to_string()).or_default().insert(value.to_lowercase());
+            vocab
+                .entry(kind.to_string())
+                .or_default()
+                .insert(value.to_lowercase());
         }
         chars += t.request.chars().count();
         stats.max_request_chars = stats.max_request_chars.max(t.request.chars().count());
     }
     stats.unique_templates = templates.values().flatten().collect::<BTreeSet<_>>().len();
     stats.unique_skeletons = skeletons.values().flatten().collect::<BTreeSet<_>>().len();
-    stats.templates_per_verb = templates.iter().map(|(k, v)| (k.clone(), v.len())).collect();
-    stats.skeletons_per_verb = skeletons.iter().map(|(k, v)| (k.clone(), v.len())).collect();
+    stats.templates_per_verb = templates
+        .iter()
+        .map(|(k, v)| (k.clone(), v.len()))
+        .collect();
+    stats.skeletons_per_verb = skeletons
+        .iter()
+        .map(|(k, v)| (k.clone(), v.len()))
+        .collect();
     stats.prefixes_per_verb = prefixes.iter().map(|(k, v)| (k.clone(), v.len())).collect();
     stats.vocabulary = vocab.iter().map(|(k, v)| (k.clone(), v.len())).collect();
     stats.distinct_requests = all.len();
-    stats.mean_request_chars = if all.is_empty() { 0.0 } else { (chars as f64 / all.len() as f64 * 10.0).round() / 10.0 };
+    stats.mean_request_chars = if all.is_empty() {
+        0.0
+    } else {
+        (chars as f64 / all.len() as f64 * 10.0).round() / 10.0
+    };
 }
 
 /// Traces as JSONL text.
@@ -268,7 +344,10 @@ pub fn write_pace(dir: &Path, data: &PaceData) -> Result<(), DataError> {
         ("calibration.jsonl", traces_to_jsonl(&data.calibration)),
         ("test.jsonl", traces_to_jsonl(&data.test)),
         ("heldout_verb.jsonl", traces_to_jsonl(&data.heldout)),
-        ("stats.json", serde_json::to_string_pretty(&data.stats).expect("stats serialize") + "\n"),
+        (
+            "stats.json",
+            serde_json::to_string_pretty(&data.stats).expect("stats serialize") + "\n",
+        ),
     ];
     for (name, text) in files {
         let path = dir.join(name);
