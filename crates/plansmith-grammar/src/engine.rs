@@ -3,8 +3,9 @@
 //!
 //! What is cached, per (catalog hash, options, tokenizer id):
 //! * the generated [`Template`] (request-independent Lark text + hole descriptions);
-//! * when the template has no holes (no copy policy, no entity refs), a ready llguidance
-//!   `Matcher`, cloned per request (no compile at all on a hit).
+//! * when the template has no copy holes (no copy policy), a ready llguidance `Matcher`
+//!   compiled for "no visible entities", cloned per request (no compile at all on a hit)
+//!   unless the request carries entities of a type an EntityRef uses.
 //!
 //! llguidance cannot splice per-request lexemes into an already compiled grammar, so a
 //! template with holes is compiled per request from its text plus the hole definitions;
@@ -47,7 +48,8 @@ impl Prepared {
         &self.key
     }
 
-    /// Whether requests reuse a compiled matcher (no per-request compile).
+    /// Whether requests reuse a compiled matcher (no per-request compile) — all of them, or,
+    /// with EntityRefs, those without visible entities of the referenced types.
     pub fn is_precompiled(&self) -> bool {
         self.ready.is_some()
     }
@@ -91,8 +93,14 @@ impl Lru {
         if let Some((old, _)) = self.map.insert(p.key.clone(), (p, self.tick)) {
             self.stats.bytes -= old.bytes;
         }
-        while self.map.len() > self.max_entries || (self.stats.bytes > self.max_bytes && self.map.len() > 1) {
-            let oldest = self.map.iter().min_by_key(|(_, (_, t))| *t).map(|(k, _)| k.clone());
+        while self.map.len() > self.max_entries
+            || (self.stats.bytes > self.max_bytes && self.map.len() > 1)
+        {
+            let oldest = self
+                .map
+                .iter()
+                .min_by_key(|(_, (_, t))| *t)
+                .map(|(k, _)| k.clone());
             match oldest {
                 Some(k) => {
                     if let Some((old, _)) = self.map.remove(&k) {
@@ -120,8 +128,13 @@ impl Engine {
         Self::with_capacity(env, 64, 64 << 20)
     }
 
-    pub fn with_capacity(env: TokEnv, max_entries: usize, max_bytes: usize) -> Result<Engine, GrammarError> {
-        let mut factory = ParserFactory::new_simple(env.llg_env()).map_err(|e| GrammarError::Compile(e.to_string()))?;
+    pub fn with_capacity(
+        env: TokEnv,
+        max_entries: usize,
+        max_bytes: usize,
+    ) -> Result<Engine, GrammarError> {
+        let mut factory = ParserFactory::new_simple(env.llg_env())
+            .map_err(|e| GrammarError::Compile(e.to_string()))?;
         factory.quiet();
         Ok(Engine {
             env,
@@ -141,7 +154,11 @@ impl Engine {
     }
 
     /// The cached request-independent grammar for (catalog, options), built on a miss.
-    pub fn prepare(&self, catalog: &Catalog, options: &Options) -> Result<Arc<Prepared>, GrammarError> {
+    pub fn prepare(
+        &self,
+        catalog: &Catalog,
+        options: &Options,
+    ) -> Result<Arc<Prepared>, GrammarError> {
         self.prepare_hashed(&catalog.hash(), catalog, options)
     }
 
@@ -153,18 +170,27 @@ impl Engine {
         catalog: &Catalog,
         options: &Options,
     ) -> Result<Arc<Prepared>, GrammarError> {
-        let key = CacheKey { catalog_hash: catalog_hash.to_string(), options: options.clone(), tokenizer: self.env.id().to_string() };
+        let key = CacheKey {
+            catalog_hash: catalog_hash.to_string(),
+            options: options.clone(),
+            tokenizer: self.env.id().to_string(),
+        };
         if let Some(p) = self.lock().get(&key) {
             return Ok(p);
         }
         let template = gen::template(catalog, options)?;
-        let ready = if template.is_request_independent() {
+        let ready = if template.has_shared_form() {
             Some(self.matcher(&template.grammar(&Request::default())?)?)
         } else {
             None
         };
         let bytes = template.template_text().len() * 8 + 4096;
-        let p = Arc::new(Prepared { key, template, ready, bytes });
+        let p = Arc::new(Prepared {
+            key,
+            template,
+            ready,
+            bytes,
+        });
         let mut lru = self.lock();
         lru.stats.misses += 1;
         lru.insert(p.clone());
@@ -172,16 +198,25 @@ impl Engine {
     }
 
     /// A constraint for one request from a prepared grammar.
-    pub fn constraint_for(&self, prepared: &Prepared, request: &Request) -> Result<Constraint, GrammarError> {
+    pub fn constraint_for(
+        &self,
+        prepared: &Prepared,
+        request: &Request,
+    ) -> Result<Constraint, GrammarError> {
         let matcher = match &prepared.ready {
-            Some(m) => m.clone(),
-            None => self.matcher(&prepared.template.grammar(request)?)?,
+            Some(m) if !prepared.template.depends_on(request) => m.clone(),
+            _ => self.matcher(&prepared.template.grammar(request)?)?,
         };
         Ok(Constraint::new(matcher, self.env.clone()))
     }
 
     /// Prepare (cached) and build the request's constraint.
-    pub fn constraint(&self, catalog: &Catalog, options: &Options, request: &Request) -> Result<Constraint, GrammarError> {
+    pub fn constraint(
+        &self,
+        catalog: &Catalog,
+        options: &Options,
+        request: &Request,
+    ) -> Result<Constraint, GrammarError> {
         let p = self.prepare(catalog, options)?;
         self.constraint_for(&p, request)
     }
@@ -192,7 +227,9 @@ impl Engine {
     }
 
     fn matcher(&self, lark: &str) -> Result<Matcher, GrammarError> {
-        let parser = self.factory.create_parser(TopLevelGrammar::from_lark(lark.to_string()));
+        let parser = self
+            .factory
+            .create_parser(TopLevelGrammar::from_lark(lark.to_string()));
         let m = Matcher::new(parser);
         match m.get_error() {
             Some(e) => Err(GrammarError::Compile(e)),

@@ -5,7 +5,11 @@
 pub enum GrammarError {
     /// A schema feature the constraint cannot enforce (never silently dropped).
     #[error("unsupported schema feature in tool `{tool}` at `{path}`: {feature}")]
-    Unsupported { tool: String, path: String, feature: String },
+    Unsupported {
+        tool: String,
+        path: String,
+        feature: String,
+    },
     /// `tool_choice` names a tool the catalog does not have.
     #[error("tool_choice names unknown tool `{0}`")]
     UnknownTool(String),
@@ -21,9 +25,16 @@ pub enum GrammarError {
 #[derive(Debug, thiserror::Error)]
 pub enum TokEnvError {
     #[error("cannot read {path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("{path}:{line}: {message}")]
-    Format { path: String, line: usize, message: String },
+    Format {
+        path: String,
+        line: usize,
+        message: String,
+    },
     #[error("invalid vocabulary: {0}")]
     Invalid(String),
 }

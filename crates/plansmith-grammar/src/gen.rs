@@ -86,7 +86,10 @@ pub struct Request {
 
 impl Request {
     pub fn new(text: impl Into<String>) -> Self {
-        Request { text: text.into(), entities: Vec::new() }
+        Request {
+            text: text.into(),
+            entities: Vec::new(),
+        }
     }
 }
 
@@ -102,8 +105,17 @@ pub struct Options {
 
 impl Options {
     pub fn new(syntax: Syntax) -> Self {
-        let policy = if syntax == Syntax::Dsl { Policy::copy_free_strings() } else { Policy::default() };
-        Options { syntax, policy, tool_choice: ToolChoice::Auto, max_calls: 4 }
+        let policy = if syntax == Syntax::Dsl {
+            Policy::copy_free_strings()
+        } else {
+            Policy::default()
+        };
+        Options {
+            syntax,
+            policy,
+            tool_choice: ToolChoice::Auto,
+            max_calls: 4,
+        }
     }
 }
 
@@ -141,7 +153,13 @@ impl EntityHole {
     fn alternatives(&self, labels: &[&str]) -> String {
         let alts: Vec<String> = labels
             .iter()
-            .map(|l| if self.quoted { lit(&serde_json::to_string(l).unwrap_or_default()) } else { lit(l) })
+            .map(|l| {
+                if self.quoted {
+                    lit(&serde_json::to_string(l).unwrap_or_default())
+                } else {
+                    lit(l)
+                }
+            })
             .collect();
         alts.join(" | ")
     }
@@ -150,10 +168,18 @@ impl EntityHole {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) enum HoleCheck {
     /// A string of `min..=max` characters; `dsl`: none of the DSL's reserved characters.
-    Str { dsl: bool, min: usize, max: Option<usize> },
+    Str {
+        dsl: bool,
+        min: usize,
+        max: Option<usize>,
+    },
     /// A span matching this regex, at most `max_len` bytes long (on the escaped text when
     /// `quoted`).
-    Regex { regex: String, max_len: usize, quoted: bool },
+    Regex {
+        regex: String,
+        max_len: usize,
+        quoted: bool,
+    },
 }
 
 impl HoleCheck {
@@ -178,8 +204,14 @@ impl HoleCheck {
                 }
                 false
             }
-            HoleCheck::Regex { regex, max_len, quoted } => {
-                let Ok(mut rx) = llguidance::derivre::Regex::new(regex) else { return true };
+            HoleCheck::Regex {
+                regex,
+                max_len,
+                quoted,
+            } => {
+                let Ok(mut rx) = llguidance::derivre::Regex::new(regex) else {
+                    return true;
+                };
                 for i in 0..chunks.len() {
                     let mut span = String::new();
                     for c in &chunks[i..] {
@@ -232,6 +264,23 @@ impl Template {
         self.copy_holes.is_empty() && self.entity_holes.is_empty()
     }
 
+    /// Whether this request changes the grammar: copy spans always do; entities only when
+    /// one has a type some EntityRef uses.
+    pub fn depends_on(&self, request: &Request) -> bool {
+        !self.copy_holes.is_empty()
+            || request.entities.iter().any(|e| {
+                self.entity_holes
+                    .iter()
+                    .any(|h| h.entity_type == e.entity_type)
+            })
+    }
+
+    /// Whether some requests share one compiled grammar (no copy spans): those whose
+    /// entities do not touch the EntityRefs.
+    pub(crate) fn has_shared_form(&self) -> bool {
+        self.copy_holes.is_empty()
+    }
+
     /// The request-independent Lark text (holes referenced, not defined).
     pub fn template_text(&self) -> &str {
         &self.lark
@@ -247,8 +296,12 @@ impl Template {
     pub fn grammar(&self, request: &Request) -> Result<String, GrammarError> {
         if !self.copy_holes.is_empty() {
             let raw = chunks(&request.text, self.copy_unit);
-            let impossible: Vec<CopyHole> =
-                self.copy_holes.iter().filter(|h| !h.check.satisfiable(&raw)).cloned().collect();
+            let impossible: Vec<CopyHole> = self
+                .copy_holes
+                .iter()
+                .filter(|h| !h.check.satisfiable(&raw))
+                .cloned()
+                .collect();
             if !impossible.is_empty() {
                 let variant = generate(&self.catalog, &self.options, impossible, Some(request))?;
                 return Ok(variant.fill(request));
@@ -304,7 +357,10 @@ impl Template {
 /// classes as `plansmith_core::policy::is_word_char`) or single characters.
 fn chunks(text: &str, unit: CopyUnit) -> Vec<&str> {
     match unit {
-        CopyUnit::Chars => text.char_indices().map(|(i, c)| &text[i..i + c.len_utf8()]).collect(),
+        CopyUnit::Chars => text
+            .char_indices()
+            .map(|(i, c)| &text[i..i + c.len_utf8()])
+            .collect(),
         CopyUnit::Words => {
             let class = |c: char| {
                 if c.is_whitespace() {
@@ -375,7 +431,11 @@ type R<T> = Result<T, GenErr>;
 fn unsupported(tool: &str, path: &str, feature: impl Into<String>) -> GenErr {
     GenErr::Grammar(GrammarError::Unsupported {
         tool: tool.to_string(),
-        path: if path.is_empty() { "(arguments)".into() } else { path.to_string() },
+        path: if path.is_empty() {
+            "(arguments)".into()
+        } else {
+            path.to_string()
+        },
         feature: feature.into(),
     })
 }
@@ -404,10 +464,18 @@ fn entity_ref_types(schema: &Value) -> Option<Vec<String>> {
     if types(t) != ["string"] || types(label) != ["string"] {
         return None;
     }
-    if ["enum", "const", "pattern", "format"].iter().any(|k| label.get(k).is_some()) {
+    if ["enum", "const", "pattern", "format"]
+        .iter()
+        .any(|k| label.get(k).is_some())
+    {
         return None;
     }
-    let values: Vec<String> = t.get("enum")?.as_array()?.iter().filter_map(|v| v.as_str().map(String::from)).collect();
+    let values: Vec<String> = t
+        .get("enum")?
+        .as_array()?
+        .iter()
+        .filter_map(|v| v.as_str().map(String::from))
+        .collect();
     (!values.is_empty()).then_some(values)
 }
 
@@ -421,7 +489,9 @@ fn dsl_typed(schema: &Value, s: &str) -> Value {
         let v = match t {
             "integer" => s.parse::<i64>().ok().map(Value::from),
             "number" => s.parse::<i64>().ok().map(Value::from).or_else(|| {
-                s.parse::<f64>().ok().and_then(|f| serde_json::Number::from_f64(f).map(Value::Number))
+                s.parse::<f64>()
+                    .ok()
+                    .and_then(|f| serde_json::Number::from_f64(f).map(Value::Number))
             }),
             "boolean" => match s {
                 "true" => Some(Value::Bool(true)),
@@ -464,7 +534,13 @@ fn bounds(schema: &Value) -> (Bound, Bound) {
     let tighter = |a: Bound, b: Bound, lower: bool| match (a, b) {
         (None, x) | (x, None) => x,
         (Some(x), Some(y)) => {
-            let pick_x = if x.0 == y.0 { x.1 } else if lower { x.0 > y.0 } else { x.0 < y.0 };
+            let pick_x = if x.0 == y.0 {
+                x.1
+            } else if lower {
+                x.0 > y.0
+            } else {
+                x.0 < y.0
+            };
             Some(if pick_x { x } else { y })
         }
     };
@@ -478,8 +554,20 @@ fn bounds(schema: &Value) -> (Bound, Bound) {
 fn int_bounds(schema: &Value) -> (Option<i64>, Option<i64>) {
     let (lo, hi) = bounds(schema);
     let clamp = |f: f64| f.clamp(-1e16, 1e16) as i64;
-    let lo = lo.map(|(v, ex)| if ex { clamp(v.floor()) + 1 } else { clamp(v.ceil()) });
-    let hi = hi.map(|(v, ex)| if ex { clamp(v.ceil()) - 1 } else { clamp(v.floor()) });
+    let lo = lo.map(|(v, ex)| {
+        if ex {
+            clamp(v.floor()) + 1
+        } else {
+            clamp(v.ceil())
+        }
+    });
+    let hi = hi.map(|(v, ex)| {
+        if ex {
+            clamp(v.ceil()) - 1
+        } else {
+            clamp(v.floor())
+        }
+    });
     (lo, hi)
 }
 
@@ -520,7 +608,11 @@ impl<'a> Gen<'a> {
     }
 
     fn copy_hole(&mut self, quoted: bool, conj: String, check: HoleCheck) -> R<String> {
-        let hole = CopyHole { quoted, conj, check };
+        let hole = CopyHole {
+            quoted,
+            conj,
+            check,
+        };
         if self.impossible.contains(&hole) {
             return Err(GenErr::Impossible);
         }
@@ -576,8 +668,16 @@ impl<'a> Gen<'a> {
                 continue;
             }
             let (seg, req) = &segs[i];
-            let item = if *req { format!("{sep} {seg}") } else { format!("({sep} {seg})?") };
-            tail[i] = if tail[i + 1].is_empty() { item } else { self.rule("tl", &format!("{item} {}", tail[i + 1])) };
+            let item = if *req {
+                format!("{sep} {seg}")
+            } else {
+                format!("({sep} {seg})?")
+            };
+            tail[i] = if tail[i + 1].is_empty() {
+                item
+            } else {
+                self.rule("tl", &format!("{item} {}", tail[i + 1]))
+            };
         }
         let mut nonempty: Option<String> = None;
         for i in (0..n).rev() {
@@ -627,7 +727,11 @@ impl<'a> Gen<'a> {
             return self.enum_value(tool, path, schema);
         }
         // memoize request-independent leaves by schema text
-        let key = format!("{}|{}", self.surface as u8, plansmith_core::schema::canonical_json(schema));
+        let key = format!(
+            "{}|{}",
+            self.surface as u8,
+            plansmith_core::schema::canonical_json(schema)
+        );
         if let Some(e) = self.leaf_memo.get(&key) {
             return Ok(e.clone());
         }
@@ -677,27 +781,52 @@ impl<'a> Gen<'a> {
                         self.json_array(tool, path, schema)?
                     }
                 }
-                other => return Err(unsupported(tool, path, format!("type `{other}` as a DSL value"))),
+                other => {
+                    return Err(unsupported(
+                        tool,
+                        path,
+                        format!("type `{other}` as a DSL value"),
+                    ))
+                }
             };
             alts.push(e);
         }
         if alts.is_empty() {
             return Err(unsupported(tool, path, "numeric range admits no value"));
         }
-        Ok(if alts.len() == 1 { alts.remove(0) } else { format!("({})", alts.join(" | ")) })
+        Ok(if alts.len() == 1 {
+            alts.remove(0)
+        } else {
+            format!("({})", alts.join(" | "))
+        })
     }
 
     fn any_of(&mut self, tool: &str, path: &str, schema: &Value, any: &Value) -> R<String> {
         if self.surface == Surface::Dsl {
-            return Err(unsupported(tool, path, "`anyOf` in the plan DSL (values are typed from one schema)"));
+            return Err(unsupported(
+                tool,
+                path,
+                "`anyOf` in the plan DSL (values are typed from one schema)",
+            ));
         }
         let constraining = schema.as_object().is_some_and(|m| {
-            m.keys().any(|k| !matches!(k.as_str(), "anyOf" | "description" | "title" | "default" | "examples" | "$comment"))
+            m.keys().any(|k| {
+                !matches!(
+                    k.as_str(),
+                    "anyOf" | "description" | "title" | "default" | "examples" | "$comment"
+                )
+            })
         });
         if constraining {
-            return Err(unsupported(tool, path, "`anyOf` next to other constraining keywords"));
+            return Err(unsupported(
+                tool,
+                path,
+                "`anyOf` next to other constraining keywords",
+            ));
         }
-        let branches = any.as_array().ok_or_else(|| unsupported(tool, path, "`anyOf` must be an array"))?;
+        let branches = any
+            .as_array()
+            .ok_or_else(|| unsupported(tool, path, "`anyOf` must be an array"))?;
         let mut alts = Vec::new();
         for b in branches {
             match self.value(tool, path, b) {
@@ -707,7 +836,11 @@ impl<'a> Gen<'a> {
             }
         }
         if alts.is_empty() {
-            return Err(if branches.is_empty() { unsupported(tool, path, "empty `anyOf`") } else { GenErr::Impossible });
+            return Err(if branches.is_empty() {
+                unsupported(tool, path, "empty `anyOf`")
+            } else {
+                GenErr::Impossible
+            });
         }
         Ok(format!("({})", alts.join(" | ")))
     }
@@ -757,7 +890,11 @@ impl<'a> Gen<'a> {
             }
         }
         if alts.is_empty() {
-            return Err(unsupported(tool, path, "no `enum`/`const` value is representable in this syntax"));
+            return Err(unsupported(
+                tool,
+                path,
+                "no `enum`/`const` value is representable in this syntax",
+            ));
         }
         Ok(alts)
     }
@@ -778,19 +915,46 @@ impl<'a> Gen<'a> {
             texts.push(t);
         }
         if texts.is_empty() {
-            return Err(unsupported(tool, path, "copy-from-request on an enum with no copyable value"));
+            return Err(unsupported(
+                tool,
+                path,
+                "copy-from-request on an enum with no copyable value",
+            ));
         }
         let max_len = texts.iter().map(String::len).max().unwrap_or(0);
-        let regex = format!("(?:{})", texts.iter().map(|t| rx::escape_literal(t)).collect::<Vec<_>>().join("|"));
-        self.copy_hole(quoted, regex.clone(), HoleCheck::Regex { regex, max_len, quoted })
+        let regex = format!(
+            "(?:{})",
+            texts
+                .iter()
+                .map(|t| rx::escape_literal(t))
+                .collect::<Vec<_>>()
+                .join("|")
+        );
+        self.copy_hole(
+            quoted,
+            regex.clone(),
+            HoleCheck::Regex {
+                regex,
+                max_len,
+                quoted,
+            },
+        )
     }
 
     fn lengths(&self, tool: &str, path: &str, schema: &Value) -> R<(usize, Option<usize>)> {
         let min = get_usize(schema, "minLength").unwrap_or(0);
         let max = get_usize(schema, "maxLength");
-        let min = if self.surface == Surface::Dsl { min.max(1) } else { min };
+        let min = if self.surface == Surface::Dsl {
+            min.max(1)
+        } else {
+            min
+        };
         if max.is_some_and(|m| m < min) {
-            return Err(unsupported(tool, path, "string length bounds admit no value in this syntax"));
+            return Err(unsupported(
+                tool,
+                path,
+                "string length bounds admit no value in this syntax",
+            ));
         }
         Ok((min, max))
     }
@@ -799,12 +963,15 @@ impl<'a> Gen<'a> {
         let (min, max) = self.lengths(tool, path, schema)?;
         let mut shapes = Vec::new();
         if let Some(p) = schema.get("pattern") {
-            let p = p.as_str().ok_or_else(|| unsupported(tool, path, "`pattern` must be a string"))?;
+            let p = p
+                .as_str()
+                .ok_or_else(|| unsupported(tool, path, "`pattern` must be a string"))?;
             shapes.push(rx::anchored_pattern(p));
         }
         if let Some(f) = schema.get("format") {
             let f = f.as_str().unwrap_or("");
-            let r = rx::format_regex(f).ok_or_else(|| unsupported(tool, path, format!("string format `{f}`")))?;
+            let r = rx::format_regex(f)
+                .ok_or_else(|| unsupported(tool, path, format!("string format `{f}`")))?;
             shapes.push(format!("(?:{r})"));
         }
         let body = match self.surface {
@@ -829,21 +996,47 @@ impl<'a> Gen<'a> {
         let conj: (String, HoleCheck) = match ty {
             "integer" => {
                 let (lo, hi) = int_bounds(schema);
-                let r = rx::integer_range(lo, hi).ok_or_else(|| unsupported(tool, path, "numeric range admits no value"))?;
-                return self.copy_hole(quoted, r.clone(), HoleCheck::Regex { regex: r, max_len: 24, quoted: false });
+                let r = rx::integer_range(lo, hi)
+                    .ok_or_else(|| unsupported(tool, path, "numeric range admits no value"))?;
+                return self.copy_hole(
+                    quoted,
+                    r.clone(),
+                    HoleCheck::Regex {
+                        regex: r,
+                        max_len: 24,
+                        quoted: false,
+                    },
+                );
             }
             "number" => {
                 let (lo, hi) = bounds(schema);
-                let r = rx::number_range(lo, hi).ok_or_else(|| unsupported(tool, path, "numeric range admits no value"))?;
-                return self.copy_hole(quoted, r.clone(), HoleCheck::Regex { regex: r, max_len: 24, quoted: false });
+                let r = rx::number_range(lo, hi)
+                    .ok_or_else(|| unsupported(tool, path, "numeric range admits no value"))?;
+                return self.copy_hole(
+                    quoted,
+                    r.clone(),
+                    HoleCheck::Regex {
+                        regex: r,
+                        max_len: 24,
+                        quoted: false,
+                    },
+                );
             }
             _ => {
                 if schema.get("pattern").is_some() || schema.get("format").is_some() {
-                    return Err(unsupported(tool, path, "copy-from-request on a string with `pattern`/`format`"));
+                    return Err(unsupported(
+                        tool,
+                        path,
+                        "copy-from-request on a string with `pattern`/`format`",
+                    ));
                 }
                 let (min, max) = self.lengths(tool, path, schema)?;
                 let min = min.max(1);
-                let check = HoleCheck::Str { dsl: self.surface == Surface::Dsl, min, max };
+                let check = HoleCheck::Str {
+                    dsl: self.surface == Surface::Dsl,
+                    min,
+                    max,
+                };
                 let conj = match self.surface {
                     Surface::Dsl => format!("{DSL_SAFE}{}", repeat(min, max)),
                     Surface::Json => format!("{JSON_CHAR}{}", repeat(min, max)),
@@ -864,14 +1057,20 @@ impl<'a> Gen<'a> {
     }
 
     fn json_array(&mut self, tool: &str, path: &str, schema: &Value) -> R<String> {
-        let items = schema.get("items").ok_or_else(|| unsupported(tool, path, "array without `items`"))?;
+        let items = schema
+            .get("items")
+            .ok_or_else(|| unsupported(tool, path, "array without `items`"))?;
         let min = get_usize(schema, "minItems").unwrap_or(0);
         let item = match self.value(tool, path, items) {
             Ok(i) => i,
             Err(GenErr::Impossible) if min == 0 => return Ok("\"[\" \"]\"".into()),
             Err(e) => return Err(e),
         };
-        let item = if item.contains(' ') { self.rule("it", &item) } else { item };
+        let item = if item.contains(' ') {
+            self.rule("it", &item)
+        } else {
+            item
+        };
         let max = get_usize(schema, "maxItems");
         if max.is_some_and(|m| m < min) {
             return Err(unsupported(tool, path, "minItems > maxItems"));
@@ -886,13 +1085,24 @@ impl<'a> Gen<'a> {
             (m, x) => format!("(COMMA {item}){}", repeat(m, x)),
         };
         let inner = format!("{item} {rest}").trim().to_string();
-        Ok(if min == 0 { format!("\"[\" [{inner}] \"]\"") } else { format!("\"[\" {inner} \"]\"") })
+        Ok(if min == 0 {
+            format!("\"[\" [{inner}] \"]\"")
+        } else {
+            format!("\"[\" {inner} \"]\"")
+        })
     }
 
     /// EntityRef objects: one branch per entity type, whose label is an entity hole (or, when
     /// generating for one request whose copy spans cannot produce a label, the visible labels
     /// themselves, or no branch). `dsl_prefix`: the dotted key prefix in the DSL.
-    fn entity(&mut self, tool: &str, path: &str, schema: &Value, ent_types: &[String], dsl_prefix: Option<&str>) -> R<String> {
+    fn entity(
+        &mut self,
+        tool: &str,
+        path: &str,
+        schema: &Value,
+        ent_types: &[String],
+        dsl_prefix: Option<&str>,
+    ) -> R<String> {
         let label_schema = &schema["properties"]["label"];
         let label_path = join_path(path, "label");
         let fallback = match self.value(tool, &label_path, label_schema) {
@@ -902,8 +1112,10 @@ impl<'a> Gen<'a> {
         };
         let copy = self.policy.requires_copy(tool, &label_path, label_schema);
         let (min_len, max_len) = self.lengths(tool, &label_path, label_schema)?;
-        let type_required =
-            schema.get("required").and_then(Value::as_array).is_some_and(|r| r.iter().any(|v| v == "type"));
+        let type_required = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .is_some_and(|r| r.iter().any(|v| v == "type"));
         let quoted = self.surface == Surface::Json;
         let mut alts = Vec::new();
         for t in ent_types {
@@ -918,7 +1130,10 @@ impl<'a> Gen<'a> {
             let label = if fallback.is_some() {
                 self.entity_hole(hole)
             } else {
-                let labels = self.request.map(|(r, unit)| hole.labels(r, unit)).unwrap_or_default();
+                let labels = self
+                    .request
+                    .map(|(r, unit)| hole.labels(r, unit))
+                    .unwrap_or_default();
                 if labels.is_empty() {
                     continue;
                 }
@@ -970,7 +1185,13 @@ impl<'a> Gen<'a> {
     }
 
     /// A JSON object with an optional value override for one property.
-    fn object_like(&mut self, tool: &str, path: &str, schema: &Value, ov: Option<(&str, String)>) -> R<String> {
+    fn object_like(
+        &mut self,
+        tool: &str,
+        path: &str,
+        schema: &Value,
+        ov: Option<(&str, String)>,
+    ) -> R<String> {
         let body = self.object_body(tool, path, "", schema, ov)?;
         Ok(match body {
             (Some(ne), true) => format!("\"{{\" [{ne}] \"}}\""),
@@ -995,10 +1216,17 @@ impl<'a> Gen<'a> {
             Some(_) => return Err(unsupported(tool, path, "`properties` must be an object")),
             None => &empty,
         };
-        let required: Vec<&str> =
-            schema.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        let required: Vec<&str> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
         if let Some(missing) = required.iter().find(|r| !props.contains_key(**r)) {
-            return Err(unsupported(tool, path, format!("required key `{missing}` has no schema in `properties`")));
+            return Err(unsupported(
+                tool,
+                path,
+                format!("required key `{missing}` has no schema in `properties`"),
+            ));
         }
         let mut segs = Vec::new();
         for (k, sub) in props {
@@ -1016,7 +1244,9 @@ impl<'a> Gen<'a> {
                 Surface::Dsl => {
                     let key = format!("{key_prefix}{k}");
                     match &ov {
-                        Some((name, e)) if *name == k => Ok(Some(format!("{} {e}", lit(&format!("{key}="))))),
+                        Some((name, e)) if *name == k => {
+                            Ok(Some(format!("{} {e}", lit(&format!("{key}=")))))
+                        }
                         _ => self.dsl_segment(tool, &child_path, &key, sub),
                     }
                 }
@@ -1028,11 +1258,19 @@ impl<'a> Gen<'a> {
             };
             match seg {
                 Some(s) => {
-                    let s = if s.contains('|') { self.rule("kv", &s) } else { s };
+                    let s = if s.contains('|') {
+                        self.rule("kv", &s)
+                    } else {
+                        s
+                    };
                     segs.push((s, req));
                 }
                 None if req && self.impossible.is_empty() => {
-                    return Err(unsupported(tool, &child_path, "required value cannot be written in the DSL (empty object or array)"))
+                    return Err(unsupported(
+                        tool,
+                        &child_path,
+                        "required value cannot be written in the DSL (empty object or array)",
+                    ))
                 }
                 None if req => return Err(GenErr::Impossible),
                 None => {}
@@ -1048,7 +1286,13 @@ impl<'a> Gen<'a> {
     // ---------------------------------------------------------------- DSL segments
 
     /// The DSL pairs for `key` (non-empty), or None if nothing can be written for it.
-    fn dsl_segment(&mut self, tool: &str, path: &str, key: &str, schema: &Value) -> R<Option<String>> {
+    fn dsl_segment(
+        &mut self,
+        tool: &str,
+        path: &str,
+        key: &str,
+        schema: &Value,
+    ) -> R<Option<String>> {
         let ts = types(schema);
         let is_object = ts == ["object"] || (ts.is_empty() && schema.get("properties").is_some());
         if is_object {
@@ -1057,7 +1301,9 @@ impl<'a> Gen<'a> {
             }
             if let Some(ent) = entity_ref_types(schema) {
                 let prefix = format!("{key}.");
-                return self.entity(tool, path, schema, &ent, Some(&prefix)).map(Some);
+                return self
+                    .entity(tool, path, schema, &ent, Some(&prefix))
+                    .map(Some);
             }
             let prefix = format!("{key}.");
             return Ok(self.object_body(tool, path, &prefix, schema, None)?.0);
@@ -1066,17 +1312,30 @@ impl<'a> Gen<'a> {
             return self.dsl_array(tool, path, key, schema);
         }
         if ts.iter().any(|t| *t == "object" || *t == "array") {
-            return Err(unsupported(tool, path, "a type union with object/array in the plan DSL"));
+            return Err(unsupported(
+                tool,
+                path,
+                "a type union with object/array in the plan DSL",
+            ));
         }
         let v = self.value(tool, path, schema)?;
         Ok(Some(format!("{} {v}", lit(&format!("{key}=")))))
     }
 
-
-    fn dsl_array(&mut self, tool: &str, path: &str, key: &str, schema: &Value) -> R<Option<String>> {
-        let items = schema.get("items").ok_or_else(|| unsupported(tool, path, "array without `items`"))?;
+    fn dsl_array(
+        &mut self,
+        tool: &str,
+        path: &str,
+        key: &str,
+        schema: &Value,
+    ) -> R<Option<String>> {
+        let items = schema
+            .get("items")
+            .ok_or_else(|| unsupported(tool, path, "array without `items`"))?;
         let min = get_usize(schema, "minItems").unwrap_or(0).max(1);
-        let cap = get_usize(schema, "maxItems").unwrap_or(DSL_ARRAY_CAP).min(DSL_ARRAY_CAP.max(min));
+        let cap = get_usize(schema, "maxItems")
+            .unwrap_or(DSL_ARRAY_CAP)
+            .min(DSL_ARRAY_CAP.max(min));
         if cap == 0 {
             return Ok(None);
         }
@@ -1086,14 +1345,22 @@ impl<'a> Gen<'a> {
         let mut segs = Vec::with_capacity(cap);
         for i in 0..cap {
             match self.dsl_segment(tool, path, &format!("{key}.{i}"), items)? {
-                Some(s) => segs.push(if s.contains('|') { self.rule("el", &s) } else { s }),
+                Some(s) => segs.push(if s.contains('|') {
+                    self.rule("el", &s)
+                } else {
+                    s
+                }),
                 None => return Ok(None),
             }
         }
         // item_0 ("; " item_1 ("; " item_2 ...)?)? with the first `min` mandatory
         let mut expr = segs[cap - 1].clone();
         for i in (0..cap - 1).rev() {
-            let inner = if cap - i > 3 { self.rule("ar", &expr) } else { expr };
+            let inner = if cap - i > 3 {
+                self.rule("ar", &expr)
+            } else {
+                expr
+            };
             expr = if i + 1 < min {
                 format!("{} \"; \" {inner}", segs[i])
             } else {
@@ -1118,18 +1385,28 @@ fn generate(
     let tools: Vec<&plansmith_core::Tool> = match &options.tool_choice {
         ToolChoice::None => Vec::new(),
         ToolChoice::Named(name) => {
-            vec![catalog.get(name).ok_or_else(|| GrammarError::UnknownTool(name.clone()))?]
+            vec![catalog
+                .get(name)
+                .ok_or_else(|| GrammarError::UnknownTool(name.clone()))?]
         }
         ToolChoice::Auto | ToolChoice::Required => catalog.tools.iter().collect(),
     };
     let may_skip = matches!(options.tool_choice, ToolChoice::None | ToolChoice::Auto);
     if !may_skip && options.max_calls == 0 {
-        return Err(GrammarError::Invalid("max_calls = 0 with a tool_choice that requires a call".into()));
+        return Err(GrammarError::Invalid(
+            "max_calls = 0 with a tool_choice that requires a call".into(),
+        ));
     }
     if !may_skip && tools.is_empty() {
-        return Err(GrammarError::Invalid("tool_choice requires a call but the catalog has no tools".into()));
+        return Err(GrammarError::Invalid(
+            "tool_choice requires a call but the catalog has no tools".into(),
+        ));
     }
-    let surface = if options.syntax == Syntax::Dsl { Surface::Dsl } else { Surface::Json };
+    let surface = if options.syntax == Syntax::Dsl {
+        Surface::Dsl
+    } else {
+        Surface::Json
+    };
     let mut g = Gen::new(surface, &options.policy);
     g.impossible = impossible;
     g.request = request.map(|r| (r, options.policy.copy_unit));
@@ -1139,11 +1416,13 @@ fn generate(
     for tool in &tools {
         let args = match surface {
             Surface::Json => g.json_object(&tool.name, "", &tool.parameters),
-            Surface::Dsl => g.object_body(&tool.name, "", "", &tool.parameters, None).map(|b| match b {
-                (Some(ne), true) => format!("[{ne}]"),
-                (Some(ne), false) => ne,
-                (None, _) => String::new(),
-            }),
+            Surface::Dsl => g
+                .object_body(&tool.name, "", "", &tool.parameters, None)
+                .map(|b| match b {
+                    (Some(ne), true) => format!("[{ne}]"),
+                    (Some(ne), false) => ne,
+                    (None, _) => String::new(),
+                }),
         };
         match args {
             Ok(args) => calls.push((tool.name.clone(), args)),
@@ -1154,24 +1433,35 @@ fn generate(
     }
     if calls.is_empty() && !may_skip {
         return Err(GrammarError::Invalid(
-            "a call is required but no tool can be called with values copied from this request".into(),
+            "a call is required but no tool can be called with values copied from this request"
+                .into(),
         ));
     }
     let tools_left = calls.len();
 
-    let max_calls = if tools_left == 0 { 0 } else { options.max_calls };
+    let max_calls = if tools_left == 0 {
+        0
+    } else {
+        options.max_calls
+    };
     let mut top = String::new();
     let mut alts: Vec<String> = Vec::new();
     match options.syntax {
         Syntax::Dsl => {
-            let call_alts: Vec<String> =
-                calls.iter().map(|(name, args)| format!("{} {args} \")\"", lit(&format!("{name}(")))).collect();
+            let call_alts: Vec<String> = calls
+                .iter()
+                .map(|(name, args)| format!("{} {args} \")\"", lit(&format!("{name}("))))
+                .collect();
             if may_skip {
                 alts.push("\"done\\n\"".into());
             }
             if max_calls > 0 {
                 let call = g.rule("call", &call_alts.join("\n    | "));
-                let more = if max_calls > 1 { format!(" (\" | \" {call}){}", repeat(0, Some(max_calls - 1))) } else { String::new() };
+                let more = if max_calls > 1 {
+                    format!(" (\" | \" {call}){}", repeat(0, Some(max_calls - 1)))
+                } else {
+                    String::new()
+                };
                 alts.push(format!("{call}{more} \"\\n\""));
             }
         }
@@ -1186,7 +1476,9 @@ fn generate(
                     .iter()
                     .map(|(name, args)| {
                         let verb = lit(&serde_json::to_string(name).unwrap_or_default());
-                        format!("\"{{\\\"verb\\\"\" COLON {verb} COMMA \"\\\"args\\\"\" COLON {args}")
+                        format!(
+                            "\"{{\\\"verb\\\"\" COLON {verb} COMMA \"\\\"args\\\"\" COLON {args}"
+                        )
                     })
                     .collect();
                 let head = g.rule("env", &heads.join("\n    | "));
@@ -1194,7 +1486,10 @@ fn generate(
                 alts.push(first.clone());
                 if max_calls > 1 {
                     let rest = g.rule("env_rest", &format!("{head} \"}}\""));
-                    alts.push(format!("\"[\" {first} (COMMA {rest}){} \"]\"", repeat(0, Some(max_calls - 1))));
+                    alts.push(format!(
+                        "\"[\" {first} (COMMA {rest}){} \"]\"",
+                        repeat(0, Some(max_calls - 1))
+                    ));
                 }
             }
         }
@@ -1238,9 +1533,15 @@ fn generate(
         }
     }
     if alts.is_empty() {
-        return Err(GrammarError::Invalid("no output is possible with these options".into()));
+        return Err(GrammarError::Invalid(
+            "no output is possible with these options".into(),
+        ));
     }
-    let _ = writeln!(top, "%llguidance {{}}\n\nstart: {}\n", alts.join("\n    | "));
+    let _ = writeln!(
+        top,
+        "%llguidance {{}}\n\nstart: {}\n",
+        alts.join("\n    | ")
+    );
     let mut lark = top;
     lark.push_str(&g.rules);
     lark.push('\n');
@@ -1259,7 +1560,11 @@ fn generate(
 }
 
 /// The full grammar text for one request (what `plansmith grammar` prints).
-pub fn grammar_text(catalog: &Catalog, options: &Options, request: &Request) -> Result<String, GrammarError> {
+pub fn grammar_text(
+    catalog: &Catalog,
+    options: &Options,
+    request: &Request,
+) -> Result<String, GrammarError> {
     template(catalog, options)?.grammar(request)
 }
 
@@ -1269,7 +1574,10 @@ mod tests {
 
     #[test]
     fn word_chunks_follow_core_classes() {
-        assert_eq!(chunks("press cmd+s, now!", CopyUnit::Words), vec!["press", " ", "cmd", "+", "s", ",", " ", "now", "!"]);
+        assert_eq!(
+            chunks("press cmd+s, now!", CopyUnit::Words),
+            vec!["press", " ", "cmd", "+", "s", ",", " ", "now", "!"]
+        );
         assert_eq!(chunks("ab", CopyUnit::Chars), vec!["a", "b"]);
         assert!(chunks("", CopyUnit::Words).is_empty());
     }

@@ -22,6 +22,8 @@ mod tokenv;
 
 pub use engine::{CacheKey, CacheStats, Engine, Prepared};
 pub use error::{Dead, GrammarError, TokEnvError};
-pub use gen::{grammar_text, template, Entity, Options, Request, Template, ToolChoice, DSL_ARRAY_CAP};
+pub use gen::{
+    grammar_text, template, Entity, Options, Request, Template, ToolChoice, DSL_ARRAY_CAP,
+};
 pub use runtime::{Constraint, ConstraintState, Mask};
 pub use tokenv::TokEnv;

@@ -41,15 +41,30 @@ pub fn integer_range(lo: Option<i64>, hi: Option<i64>) -> Option<String> {
 /// (non-zero fraction, at most six digits) whose whole unit interval `(I, I+1)` lies inside.
 /// `None` when nothing is representable.
 pub fn number_range(lo: Option<(f64, bool)>, hi: Option<(f64, bool)>) -> Option<String> {
-    let int_lo = lo.map(|(v, excl)| if excl && v.fract() == 0.0 { v as i64 + 1 } else { v.ceil() as i64 });
-    let int_hi = hi.map(|(v, excl)| if excl && v.fract() == 0.0 { v as i64 - 1 } else { v.floor() as i64 });
+    let int_lo = lo.map(|(v, excl)| {
+        if excl && v.fract() == 0.0 {
+            v as i64 + 1
+        } else {
+            v.ceil() as i64
+        }
+    });
+    let int_hi = hi.map(|(v, excl)| {
+        if excl && v.fract() == 0.0 {
+            v as i64 - 1
+        } else {
+            v.floor() as i64
+        }
+    });
     let mut alts = Vec::new();
     if let Some(r) = integer_range(int_lo, int_hi) {
         alts.push(r);
     }
     let frac = format!("\\.[0-9]{{0,{}}}[1-9]", MAX_FRACTION_DIGITS - 1);
     let cap = MAX_MAGNITUDE as f64;
-    let (lo_v, hi_v) = (lo.map_or(-cap - 1.0, |b| b.0), hi.map_or(cap + 1.0, |b| b.0));
+    let (lo_v, hi_v) = (
+        lo.map_or(-cap - 1.0, |b| b.0),
+        hi.map_or(cap + 1.0, |b| b.0),
+    );
     // non-negative integer parts I with lo <= I and I + 1 <= hi
     let i_lo = lo_v.ceil().max(0.0);
     let i_hi = (hi_v.floor() - 1.0).min(cap - 1.0);
@@ -96,7 +111,10 @@ fn nonneg_range(a: u64, b: u64) -> Vec<String> {
     for len in da + 1..db {
         out.push(format!("[1-9][0-9]{{{}}}", len - 1));
     }
-    out.extend(same_len(&format!("1{}", "0".repeat(db as usize - 1)), &b.to_string()));
+    out.extend(same_len(
+        &format!("1{}", "0".repeat(db as usize - 1)),
+        &b.to_string(),
+    ));
     out
 }
 
@@ -120,16 +138,29 @@ fn same_len(a: &str, b: &str) -> Vec<String> {
     let (a0, b0) = (a.as_bytes()[0] - b'0', b.as_bytes()[0] - b'0');
     let (ar, br) = (&a[1..], &b[1..]);
     if a0 == b0 {
-        return same_len(ar, br).into_iter().map(|s| format!("{a0}{s}")).collect();
+        return same_len(ar, br)
+            .into_iter()
+            .map(|s| format!("{a0}{s}"))
+            .collect();
     }
     let mut out = Vec::new();
-    let rest = |k: usize| if k == 0 { String::new() } else { format!("[0-9]{{{k}}}") };
+    let rest = |k: usize| {
+        if k == 0 {
+            String::new()
+        } else {
+            format!("[0-9]{{{k}}}")
+        }
+    };
     let low_full = ar.bytes().all(|c| c == b'0');
     let high_full = br.bytes().all(|c| c == b'9');
     let mid_lo = if low_full {
         a0
     } else {
-        out.extend(same_len(ar, &"9".repeat(n - 1)).into_iter().map(|s| format!("{a0}{s}")));
+        out.extend(
+            same_len(ar, &"9".repeat(n - 1))
+                .into_iter()
+                .map(|s| format!("{a0}{s}")),
+        );
         a0 + 1
     };
     let mid_hi = if high_full { b0 } else { b0 - 1 };
@@ -137,7 +168,11 @@ fn same_len(a: &str, b: &str) -> Vec<String> {
         out.push(format!("{}{}", digit_class(mid_lo, mid_hi), rest(n - 1)));
     }
     if !high_full {
-        out.extend(same_len(&"0".repeat(n - 1), br).into_iter().map(|s| format!("{b0}{s}")));
+        out.extend(
+            same_len(&"0".repeat(n - 1), br)
+                .into_iter()
+                .map(|s| format!("{b0}{s}")),
+        );
     }
     out
 }
@@ -194,16 +229,14 @@ pub fn escape_slashes(rx: &str) -> String {
     let mut chars = rx.chars();
     while let Some(c) = chars.next() {
         match c {
-            '\\' => {
-                match chars.next() {
-                    Some('/') => out.push_str("\\x2F"),
-                    Some(n) => {
-                        out.push('\\');
-                        out.push(n);
-                    }
-                    None => out.push('\\'),
+            '\\' => match chars.next() {
+                Some('/') => out.push_str("\\x2F"),
+                Some(n) => {
+                    out.push('\\');
+                    out.push(n);
                 }
-            }
+                None => out.push('\\'),
+            },
             '/' => out.push_str("\\x2F"),
             c => out.push(c),
         }
@@ -274,13 +307,21 @@ mod tests {
             let rx = integer_range(lo, hi).unwrap();
             for v in -1200..=1200i64 {
                 let want = lo.is_none_or(|l| v >= l) && hi.is_none_or(|h| v <= h);
-                assert_eq!(matches(&rx, &v.to_string()), want, "{lo:?}..{hi:?} {v} via {rx}");
+                assert_eq!(
+                    matches(&rx, &v.to_string()),
+                    want,
+                    "{lo:?}..{hi:?} {v} via {rx}"
+                );
             }
             assert!(!matches(&rx, "-0") && !matches(&rx, "007") && !matches(&rx, "+1"));
         }
         assert!(integer_range(Some(5), Some(4)).is_none());
         let open = integer_range(Some(10), None).unwrap();
-        assert!(matches(&open, "999999999999999") && !matches(&open, "9") && !matches(&open, "1000000000000000"));
+        assert!(
+            matches(&open, "999999999999999")
+                && !matches(&open, "9")
+                && !matches(&open, "1000000000000000")
+        );
     }
 
     #[test]
@@ -305,7 +346,11 @@ mod tests {
     fn patterns_and_escapes() {
         assert_eq!(anchored_pattern("^a/b$"), "(?:a\\x2Fb)");
         assert_eq!(anchored_pattern("ab"), "(?s:.*)(?:ab)(?s:.*)");
-        assert!(matches(JSON_CHAR, "\\u00e9") && !matches(JSON_CHAR, "\\ud800") && !matches(JSON_CHAR, "\""));
+        assert!(
+            matches(JSON_CHAR, "\\u00e9")
+                && !matches(JSON_CHAR, "\\ud800")
+                && !matches(JSON_CHAR, "\"")
+        );
         assert_eq!(json_escape_body("a\"b\n"), "a\\\"b\\n");
     }
 }

@@ -16,7 +16,10 @@ pub struct Mask {
 
 impl Mask {
     fn empty(len: usize) -> Mask {
-        Mask { words: vec![0; len.div_ceil(32)], len }
+        Mask {
+            words: vec![0; len.div_ceil(32)],
+            len,
+        }
     }
 
     pub fn words(&self) -> &[u32] {
@@ -92,7 +95,15 @@ impl Constraint {
     pub(crate) fn new(matcher: Matcher, env: TokEnv) -> Constraint {
         let len = env.model_vocab();
         let dead = matcher.get_error();
-        Constraint { matcher, env, dead, mask: Mask::empty(len), mask_fresh: false, output: Vec::new(), committed: 0 }
+        Constraint {
+            matcher,
+            env,
+            dead,
+            mask: Mask::empty(len),
+            mask_fresh: false,
+            output: Vec::new(),
+            committed: 0,
+        }
     }
 
     fn die(&mut self, reason: String) -> Dead {
@@ -102,7 +113,9 @@ impl Constraint {
 
     fn check(&self) -> Result<(), Dead> {
         match &self.dead {
-            Some(reason) => Err(Dead { reason: reason.clone() }),
+            Some(reason) => Err(Dead {
+                reason: reason.clone(),
+            }),
             None => Ok(()),
         }
     }
@@ -142,7 +155,9 @@ impl Constraint {
     pub fn commit(&mut self, token: u32) -> Result<(), Dead> {
         self.check()?;
         if token as usize >= self.env.vocab_size() {
-            return Err(self.die(format!("token {token} is outside the tokenizer's vocabulary")));
+            return Err(self.die(format!(
+                "token {token} is outside the tokenizer's vocabulary"
+            )));
         }
         if self.mask_fresh && !self.mask.is_allowed(token) {
             return Err(self.die(format!("token {token} is not allowed here")));
@@ -196,7 +211,8 @@ impl Constraint {
 
     /// Whether the output so far is a complete plan (EOS would be allowed).
     pub fn is_accepting(&mut self) -> bool {
-        self.dead.is_none() && (self.matcher.is_stopped() || self.matcher.is_accepting().unwrap_or(false))
+        self.dead.is_none()
+            && (self.matcher.is_stopped() || self.matcher.is_accepting().unwrap_or(false))
     }
 
     /// Whether decoding must stop (finished or dead).
@@ -206,7 +222,9 @@ impl Constraint {
 
     pub fn state(&self) -> ConstraintState {
         if let Some(reason) = &self.dead {
-            ConstraintState::Dead { reason: reason.clone() }
+            ConstraintState::Dead {
+                reason: reason.clone(),
+            }
         } else if self.matcher.is_stopped() {
             ConstraintState::Stopped
         } else {

@@ -48,16 +48,20 @@ impl TokEnv {
         }
         let n = tokens.len();
         if eos as usize >= n {
-            return Err(TokEnvError::Invalid(format!("EOS id {eos} is outside the vocabulary ({n} tokens)")));
+            return Err(TokEnvError::Invalid(format!(
+                "EOS id {eos} is outside the vocabulary ({n} tokens)"
+            )));
         }
         let model_vocab = model_vocab.unwrap_or(n);
         if model_vocab < n {
-            return Err(TokEnvError::Invalid(format!("model vocabulary {model_vocab} is smaller than the tokenizer's {n}")));
+            return Err(TokEnvError::Invalid(format!(
+                "model vocabulary {model_vocab} is smaller than the tokenizer's {n}"
+            )));
         }
         for &s in specials.iter().chain(std::iter::once(&eos)) {
-            let t = tokens
-                .get_mut(s as usize)
-                .ok_or_else(|| TokEnvError::Invalid(format!("special token id {s} is outside the vocabulary")))?;
+            let t = tokens.get_mut(s as usize).ok_or_else(|| {
+                TokEnvError::Invalid(format!("special token id {s} is outside the vocabulary"))
+            })?;
             if t.first() != Some(&TokTrie::SPECIAL_TOKEN_MARKER) {
                 let mut marked = vec![TokTrie::SPECIAL_TOKEN_MARKER];
                 marked.extend_from_slice(if t.is_empty() { b"<special>" } else { t });
@@ -67,7 +71,12 @@ impl TokEnv {
         let id = vocab_id(&tokens, eos, model_vocab);
         let info = TokRxInfo::new(n as u32, eos);
         let trie = TokTrie::from(&info, &tokens);
-        Ok(TokEnv { inner: Arc::new(ApproximateTokEnv::new(trie)), model_vocab, eos, id })
+        Ok(TokEnv {
+            inner: Arc::new(ApproximateTokEnv::new(trie)),
+            model_vocab,
+            eos,
+            id,
+        })
     }
 
     /// From a Hugging Face `tokenizer.json` (byte-level BPE or byte-fallback vocabularies).
@@ -100,7 +109,9 @@ impl TokEnv {
         let mut specials = Vec::new();
         let mut bytes = Vec::with_capacity(tokens.len());
         for (i, t) in tokens.iter().enumerate() {
-            let control = token_types.and_then(|tt| tt.get(i)).is_some_and(|&k| k == 3 || k == 4);
+            let control = token_types
+                .and_then(|tt| tt.get(i))
+                .is_some_and(|&k| k == 3 || k == 4);
             if control {
                 specials.push(i as u32);
                 bytes.push(t.as_bytes().to_vec());
@@ -138,16 +149,30 @@ impl TokEnv {
         model_vocab: Option<usize>,
     ) -> Result<TokEnv, TokEnvError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| TokEnvError::Io { path: shown.clone(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| TokEnvError::Io {
+            path: shown.clone(),
+            source,
+        })?;
         let mut tokens: Vec<Vec<u8>> = Vec::new();
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
             }
-            let bad = |m: &str| TokEnvError::Format { path: shown.clone(), line: i + 1, message: m.to_string() };
-            let (b64, rank) = line.split_once(' ').ok_or_else(|| bad("expected `<base64> <rank>`"))?;
-            let rank: usize = rank.trim().parse().map_err(|_| bad("rank is not a number"))?;
-            let bytes = base64::engine::general_purpose::STANDARD.decode(b64).map_err(|e| bad(&format!("bad base64: {e}")))?;
+            let bad = |m: &str| TokEnvError::Format {
+                path: shown.clone(),
+                line: i + 1,
+                message: m.to_string(),
+            };
+            let (b64, rank) = line
+                .split_once(' ')
+                .ok_or_else(|| bad("expected `<base64> <rank>`"))?;
+            let rank: usize = rank
+                .trim()
+                .parse()
+                .map_err(|_| bad("rank is not a number"))?;
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .map_err(|e| bad(&format!("bad base64: {e}")))?;
             if rank >= 4_000_000 {
                 return Err(bad("rank too large"));
             }
@@ -178,7 +203,11 @@ impl TokEnv {
     pub fn qwen_tiktoken(path: &std::path::Path) -> Result<TokEnv, TokEnvError> {
         Self::from_tiktoken(
             path,
-            &[("<|endoftext|>", 151_643), ("<|im_start|>", 151_644), ("<|im_end|>", 151_645)],
+            &[
+                ("<|endoftext|>", 151_643),
+                ("<|im_start|>", 151_644),
+                ("<|im_end|>", 151_645),
+            ],
             151_643,
             Some(151_936),
         )
@@ -261,7 +290,10 @@ mod tests {
 
     #[test]
     fn gguf_byte_level_tokens_decode() {
-        let toks: Vec<String> = ["<|endoftext|>", "Ġhello", "a", "Ċ", "<0x41>"].iter().map(|s| s.to_string()).collect();
+        let toks: Vec<String> = ["<|endoftext|>", "Ġhello", "a", "Ċ", "<0x41>"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         let env = TokEnv::from_gguf_tokens(&toks, Some(&[3, 1, 1, 1, 6]), 0, Some(8)).unwrap();
         assert_eq!(env.token_bytes(1), b" hello");
         assert_eq!(env.token_bytes(3), b"\n");
@@ -274,6 +306,8 @@ mod tests {
     fn bad_inputs_are_errors() {
         assert!(TokEnv::from_token_bytes(vec![], 0, &[], None).is_err());
         assert!(TokEnv::from_token_bytes(vec![b"a".to_vec()], 3, &[], None).is_err());
-        assert!(TokEnv::from_token_bytes(vec![b"a".to_vec(), b"b".to_vec()], 0, &[], Some(1)).is_err());
+        assert!(
+            TokEnv::from_token_bytes(vec![b"a".to_vec(), b"b".to_vec()], 0, &[], Some(1)).is_err()
+        );
     }
 }

@@ -15,7 +15,11 @@ fn orders(order_id_type: &str) -> Catalog {
 }
 
 fn pace() -> Catalog {
-    Catalog::from_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/pace/tools.json")).unwrap()
+    Catalog::from_file(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/pace/tools.json"
+    ))
+    .unwrap()
 }
 
 /// Walk `text` char by char; returns the first rejected char (and the mask there).
@@ -32,7 +36,12 @@ fn walk(c: &mut Constraint, env: &TokEnv, text: &str) -> Option<(char, Mask)> {
 }
 
 fn dsl(policy: Policy) -> Options {
-    Options { syntax: Syntax::Dsl, policy, tool_choice: ToolChoice::Auto, max_calls: 4 }
+    Options {
+        syntax: Syntax::Dsl,
+        policy,
+        tool_choice: ToolChoice::Auto,
+        max_calls: 4,
+    }
 }
 
 #[test]
@@ -40,11 +49,21 @@ fn valid_plan_walks_to_the_end() {
     let env = char_env();
     let engine = Engine::new(env.clone()).unwrap();
     let req = Request::new("please refund order 4242 for kim as discussed");
-    let mut c = engine.constraint(&orders("string"), &dsl(Policy::copy_free_strings()), &req).unwrap();
-    assert!(walk(&mut c, &env, "lookup_order(order_id=4242) | notify(user=kim)\n").is_none());
+    let mut c = engine
+        .constraint(&orders("string"), &dsl(Policy::copy_free_strings()), &req)
+        .unwrap();
+    assert!(walk(
+        &mut c,
+        &env,
+        "lookup_order(order_id=4242) | notify(user=kim)\n"
+    )
+    .is_none());
     assert!(c.is_stopped() && c.is_accepting());
     assert_eq!(c.state(), ConstraintState::Stopped);
-    assert_eq!(c.output_text(), "lookup_order(order_id=4242) | notify(user=kim)\n");
+    assert_eq!(
+        c.output_text(),
+        "lookup_order(order_id=4242) | notify(user=kim)\n"
+    );
 }
 
 #[test]
@@ -55,33 +74,81 @@ fn copy_drift_is_unrepresentable() {
     let req = Request::new("please refund order 4242 for kim");
     let zero = env.tokenize("0")[0];
     // a free string copied word-aligned (the DSL default policy)
-    let mut c = engine.constraint(&orders("string"), &dsl(Policy::copy_free_strings()), &req).unwrap();
+    let mut c = engine
+        .constraint(&orders("string"), &dsl(Policy::copy_free_strings()), &req)
+        .unwrap();
     let (rejected, mask) = walk(&mut c, &env, "lookup_order(order_id=420").unwrap();
     assert_eq!(rejected, '0');
     assert!(!mask.is_allowed(zero));
     // an integer the policy marks as copied: typed *and* copied
     let only = Policy {
-        copy: CopyRule::Only(vec![ParamRef { tool: "lookup_order".into(), path: "order_id".into() }]),
+        copy: CopyRule::Only(vec![ParamRef {
+            tool: "lookup_order".into(),
+            path: "order_id".into(),
+        }]),
         copy_unit: CopyUnit::Words,
     };
-    let mut c = engine.constraint(&orders("integer"), &dsl(only.clone()), &req).unwrap();
-    assert_eq!(walk(&mut c, &env, "lookup_order(order_id=420").unwrap().0, '0');
+    let mut c = engine
+        .constraint(&orders("integer"), &dsl(only.clone()), &req)
+        .unwrap();
+    assert_eq!(
+        walk(&mut c, &env, "lookup_order(order_id=420").unwrap().0,
+        '0'
+    );
     // word-aligned: a prefix of the number is not a copy either
-    let mut c = engine.constraint(&orders("integer"), &dsl(only.clone()), &req).unwrap();
-    assert_eq!(walk(&mut c, &env, "lookup_order(order_id=42)").unwrap().0, ')');
+    let mut c = engine
+        .constraint(&orders("integer"), &dsl(only.clone()), &req)
+        .unwrap();
+    assert_eq!(
+        walk(&mut c, &env, "lookup_order(order_id=42)").unwrap().0,
+        ')'
+    );
     // same in the envelope (JSON string)
-    let env_opts = Options { syntax: Syntax::Envelope, policy: Policy::copy_free_strings(), tool_choice: ToolChoice::Auto, max_calls: 1 };
-    let mut c = engine.constraint(&orders("string"), &env_opts, &req).unwrap();
-    assert_eq!(walk(&mut c, &env, r#"{"verb": "lookup_order", "args": {"order_id": "420"#).unwrap().0, '0');
-    let mut c = engine.constraint(&orders("string"), &env_opts, &req).unwrap();
-    assert!(walk(&mut c, &env, r#"{"verb": "lookup_order", "args": {"order_id": "4242"}}"#).is_none());
+    let env_opts = Options {
+        syntax: Syntax::Envelope,
+        policy: Policy::copy_free_strings(),
+        tool_choice: ToolChoice::Auto,
+        max_calls: 1,
+    };
+    let mut c = engine
+        .constraint(&orders("string"), &env_opts, &req)
+        .unwrap();
+    assert_eq!(
+        walk(
+            &mut c,
+            &env,
+            r#"{"verb": "lookup_order", "args": {"order_id": "420"#
+        )
+        .unwrap()
+        .0,
+        '0'
+    );
+    let mut c = engine
+        .constraint(&orders("string"), &env_opts, &req)
+        .unwrap();
+    assert!(walk(
+        &mut c,
+        &env,
+        r#"{"verb": "lookup_order", "args": {"order_id": "4242"}}"#
+    )
+    .is_none());
     assert!(c.is_accepting());
     // char-level copying allows any substring, still no drift
-    let chars = Policy { copy: CopyRule::FreeStrings, copy_unit: CopyUnit::Chars };
-    let mut c = engine.constraint(&orders("string"), &dsl(chars.clone()), &req).unwrap();
+    let chars = Policy {
+        copy: CopyRule::FreeStrings,
+        copy_unit: CopyUnit::Chars,
+    };
+    let mut c = engine
+        .constraint(&orders("string"), &dsl(chars.clone()), &req)
+        .unwrap();
     assert!(walk(&mut c, &env, "lookup_order(order_id=24)").is_none());
-    let mut c = engine.constraint(&orders("string"), &dsl(chars), &req).unwrap();
-    assert_eq!(walk(&mut c, &env, "lookup_order(order_id=420").unwrap().0, '0');
+    let mut c = engine
+        .constraint(&orders("string"), &dsl(chars), &req)
+        .unwrap();
+    assert_eq!(
+        walk(&mut c, &env, "lookup_order(order_id=420").unwrap().0,
+        '0'
+    );
 }
 
 #[test]
@@ -98,7 +165,9 @@ fn unknown_tools_and_args_are_unreachable() {
     let mut c = engine.constraint(&orders("string"), &opts, &req).unwrap();
     assert_eq!(walk(&mut c, &env, "notify()").unwrap().0, ')');
     // each key at most once
-    let mut c = engine.constraint(&pace(), &opts, &Request::new("set volume to 7")).unwrap();
+    let mut c = engine
+        .constraint(&pace(), &opts, &Request::new("set volume to 7"))
+        .unwrap();
     assert!(walk(&mut c, &env, "set(target=volume; target=").is_some());
 }
 
@@ -107,14 +176,18 @@ fn structural_chars_never_allowed_inside_values() {
     let env = char_env();
     let engine = Engine::new(env.clone()).unwrap();
     let req = Request::new("weird request with (parens) and | pipes = signs 77");
-    let mut c = engine.constraint(&orders("string"), &dsl(Policy::copy_free_strings()), &req).unwrap();
+    let mut c = engine
+        .constraint(&orders("string"), &dsl(Policy::copy_free_strings()), &req)
+        .unwrap();
     assert!(walk(&mut c, &env, "lookup_order(order_id=77").is_none());
     let mask = c.mask().unwrap().clone();
     for ch in "(|=".chars() {
         assert!(!mask.is_allowed(env.tokenize(&ch.to_string())[0]), "{ch}");
     }
     // without a copy policy too
-    let mut c = engine.constraint(&orders("string"), &dsl(Policy::default()), &req).unwrap();
+    let mut c = engine
+        .constraint(&orders("string"), &dsl(Policy::default()), &req)
+        .unwrap();
     assert!(walk(&mut c, &env, "notify(user=a b").is_none());
     let mask = c.mask().unwrap().clone();
     for ch in "(|=\n".chars() {
@@ -128,25 +201,48 @@ fn visible_entities_restrict_labels() {
     let engine = Engine::new(env.clone()).unwrap();
     let req = Request {
         text: "open Safari or Notes".into(),
-        entities: vec![Entity { entity_type: "app".into(), label: "Safari".into() }],
+        entities: vec![Entity {
+            entity_type: "app".into(),
+            label: "Safari".into(),
+        }],
     };
     let opts = dsl(Policy::copy_free_strings());
     let mut c = engine.constraint(&pace(), &opts, &req).unwrap();
     assert!(walk(&mut c, &env, "open(target.type=app; target.label=Safari)\n").is_none());
     // Notes is in the request but not a visible app
     let mut c = engine.constraint(&pace(), &opts, &req).unwrap();
-    assert_eq!(walk(&mut c, &env, "open(target.type=app; target.label=N").unwrap().0, 'N');
+    assert_eq!(
+        walk(&mut c, &env, "open(target.type=app; target.label=N")
+            .unwrap()
+            .0,
+        'N'
+    );
     // no visible file: the usual rule (a copy of the request) applies
     let mut c = engine.constraint(&pace(), &opts, &req).unwrap();
     assert!(walk(&mut c, &env, "open(target.type=file; target.label=Notes)\n").is_none());
     let mut c = engine.constraint(&pace(), &opts, &req).unwrap();
     assert!(walk(&mut c, &env, "open(target.type=file; target.label=Nodes").is_some());
     // JSON syntaxes too
-    let opts = Options { syntax: Syntax::JsonArray, policy: Policy::default(), tool_choice: ToolChoice::Auto, max_calls: 2 };
+    let opts = Options {
+        syntax: Syntax::JsonArray,
+        policy: Policy::default(),
+        tool_choice: ToolChoice::Auto,
+        max_calls: 2,
+    };
     let mut c = engine.constraint(&pace(), &opts, &req).unwrap();
-    assert!(walk(&mut c, &env, r#"[{"name": "open", "arguments": {"target": {"type": "app", "label": "Sa"#).is_none());
+    assert!(walk(
+        &mut c,
+        &env,
+        r#"[{"name": "open", "arguments": {"target": {"type": "app", "label": "Sa"#
+    )
+    .is_none());
     let mut c = engine.constraint(&pace(), &opts, &req).unwrap();
-    assert!(walk(&mut c, &env, r#"[{"name": "open", "arguments": {"target": {"type": "app", "label": "X"#).is_some());
+    assert!(walk(
+        &mut c,
+        &env,
+        r#"[{"name": "open", "arguments": {"target": {"type": "app", "label": "X"#
+    )
+    .is_some());
 }
 
 #[test]
@@ -170,17 +266,29 @@ fn tool_choice_is_enforced() {
     let mut c = engine.constraint(&orders("string"), &opts, &req).unwrap();
     assert_eq!(walk(&mut c, &env, "notify(user=kim) |").unwrap().0, ' ');
     opts.tool_choice = ToolChoice::Named("nope".into());
-    assert_eq!(engine.constraint(&orders("string"), &opts, &req).err(), Some(GrammarError::UnknownTool("nope".into())));
+    assert_eq!(
+        engine.constraint(&orders("string"), &opts, &req).err(),
+        Some(GrammarError::UnknownTool("nope".into()))
+    );
     // required with nothing copyable: a typed error, not a dead end
     opts.tool_choice = ToolChoice::Required;
     let only = Policy {
-        copy: CopyRule::Only(vec![
-            ParamRef { tool: "lookup_order".into(), path: "order_id".into() },
-        ]),
+        copy: CopyRule::Only(vec![ParamRef {
+            tool: "lookup_order".into(),
+            path: "order_id".into(),
+        }]),
         copy_unit: CopyUnit::Words,
     };
-    let opts = Options { syntax: Syntax::Dsl, policy: only, tool_choice: ToolChoice::Named("lookup_order".into()), max_calls: 1 };
-    assert!(matches!(engine.constraint(&orders("integer"), &opts, &Request::new("no digits here")), Err(GrammarError::Invalid(_))));
+    let opts = Options {
+        syntax: Syntax::Dsl,
+        policy: only,
+        tool_choice: ToolChoice::Named("lookup_order".into()),
+        max_calls: 1,
+    };
+    assert!(matches!(
+        engine.constraint(&orders("integer"), &opts, &Request::new("no digits here")),
+        Err(GrammarError::Invalid(_))
+    ));
 }
 
 #[test]
@@ -191,15 +299,29 @@ fn unsupported_features_are_typed_errors() {
         r#"[{"name":"f","parameters":{"type":"object","properties":{"d":{"type":"string","format":"mystery"}},"required":["d"]}}]"#,
     )
     .unwrap();
-    let e = engine.constraint(&cat, &dsl(Policy::default()), &Request::new("x")).err().unwrap();
-    assert!(matches!(&e, GrammarError::Unsupported { tool, path, .. } if tool == "f" && path == "d"), "{e}");
+    let e = engine
+        .constraint(&cat, &dsl(Policy::default()), &Request::new("x"))
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&e, GrammarError::Unsupported { tool, path, .. } if tool == "f" && path == "d"),
+        "{e}"
+    );
     let cat = Catalog::from_json_str(
         r#"[{"name":"f","parameters":{"type":"object","properties":{"d":{"anyOf":[{"type":"string"},{"type":"integer"}]}}}}]"#,
     )
     .unwrap();
-    assert!(matches!(engine.constraint(&cat, &dsl(Policy::default()), &Request::new("x")), Err(GrammarError::Unsupported { .. })));
+    assert!(matches!(
+        engine.constraint(&cat, &dsl(Policy::default()), &Request::new("x")),
+        Err(GrammarError::Unsupported { .. })
+    ));
     // ... while JSON syntaxes support anyOf
-    let opts = Options { syntax: Syntax::JsonArray, policy: Policy::default(), tool_choice: ToolChoice::Auto, max_calls: 1 };
+    let opts = Options {
+        syntax: Syntax::JsonArray,
+        policy: Policy::default(),
+        tool_choice: ToolChoice::Auto,
+        max_calls: 1,
+    };
     assert!(engine.constraint(&cat, &opts, &Request::new("x")).is_ok());
 }
 
@@ -207,7 +329,13 @@ fn unsupported_features_are_typed_errors() {
 fn masks_are_padded_and_forbidden_commits_kill() {
     let env = char_env(); // 97 tokens, model width 128
     let engine = Engine::new(env.clone()).unwrap();
-    let mut c = engine.constraint(&orders("string"), &dsl(Policy::default()), &Request::new("x")).unwrap();
+    let mut c = engine
+        .constraint(
+            &orders("string"),
+            &dsl(Policy::default()),
+            &Request::new("x"),
+        )
+        .unwrap();
     let mask = c.mask().unwrap().clone();
     assert_eq!(mask.len(), 128);
     assert_eq!(mask.words().len(), 4);
@@ -246,13 +374,22 @@ fn cache_hits_and_lru_bound() {
     let s = engine.cache_stats();
     assert_eq!((s.entries, s.evictions), (2, 1));
     // no copy policy, no entity refs: a precompiled matcher is reused
-    assert!(engine.prepare(&orders("string"), &opts).unwrap().is_precompiled());
-    assert!(!engine.prepare(&orders("string"), &dsl(Policy::copy_free_strings())).unwrap().is_precompiled());
+    assert!(engine
+        .prepare(&orders("string"), &opts)
+        .unwrap()
+        .is_precompiled());
+    assert!(!engine
+        .prepare(&orders("string"), &dsl(Policy::copy_free_strings()))
+        .unwrap()
+        .is_precompiled());
 }
 
 #[test]
 fn qwen_tiktoken_vocab_loads_when_present() {
-    let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../assets/qwen.tiktoken"));
+    let path = std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../assets/qwen.tiktoken"
+    ));
     if !path.exists() {
         eprintln!("skipping: run scripts/assets.sh for {}", path.display());
         return;
@@ -261,11 +398,22 @@ fn qwen_tiktoken_vocab_loads_when_present() {
     assert_eq!(env.model_vocab(), 151_936);
     assert_eq!(env.token_bytes(0), b"!");
     let engine = Engine::new(env.clone()).unwrap();
-    let opts = Options { syntax: Syntax::Envelope, policy: Policy::default(), tool_choice: ToolChoice::Auto, max_calls: 1 };
-    let mut c = engine.constraint(&pace(), &opts, &Request::new("open Safari")).unwrap();
+    let opts = Options {
+        syntax: Syntax::Envelope,
+        policy: Policy::default(),
+        tool_choice: ToolChoice::Auto,
+        max_calls: 1,
+    };
+    let mut c = engine
+        .constraint(&pace(), &opts, &Request::new("open Safari"))
+        .unwrap();
     let text = r#"{"verb": "open", "args": {"target": {"type": "app", "label": "Safari"}}}"#;
     for t in env.tokenize(text) {
-        assert!(c.mask().unwrap().is_allowed(t), "{:?}", String::from_utf8_lossy(&env.token_bytes(t)));
+        assert!(
+            c.mask().unwrap().is_allowed(t),
+            "{:?}",
+            String::from_utf8_lossy(&env.token_bytes(t))
+        );
         c.commit(t).unwrap();
     }
     assert!(c.is_accepting());

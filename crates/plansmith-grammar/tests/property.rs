@@ -13,10 +13,34 @@ use plansmith_grammar::{Engine, Entity, Options, Request, TokEnv, ToolChoice};
 use serde_json::{json, Map, Value};
 
 const WORDS: &[&str] = &[
-    "open", "Safari", "alpha", "beta", "4242", "gamma", "set", "volume", "to", "42", "the", "Save", "draft",
-    "cmd+s", "please", "x-ray", "2024-05-01", "Ana", "notes.txt", "a=b", "(x)", "why?", "3.5", "-7",
+    "open",
+    "Safari",
+    "alpha",
+    "beta",
+    "4242",
+    "gamma",
+    "set",
+    "volume",
+    "to",
+    "42",
+    "the",
+    "Save",
+    "draft",
+    "cmd+s",
+    "please",
+    "x-ray",
+    "2024-05-01",
+    "Ana",
+    "notes.txt",
+    "a=b",
+    "(x)",
+    "why?",
+    "3.5",
+    "-7",
 ];
-const ENUMS: &[&str] = &["red", "green", "blue", "on", "off", "up", "down", "a b", "x-1", "0"];
+const ENUMS: &[&str] = &[
+    "red", "green", "blue", "on", "off", "up", "down", "a b", "x-1", "0",
+];
 const ENTITY_TYPES: &[&str] = &["app", "file", "ui_element"];
 
 fn leaf(rng: &mut Rng) -> Value {
@@ -65,7 +89,11 @@ fn schema(rng: &mut Rng, depth: usize) -> Value {
             object(rng, depth + 1, n)
         }
         7 => {
-            let items = if rng.chance(0.3) && depth < 2 { object(rng, depth + 1, 2) } else { leaf(rng) };
+            let items = if rng.chance(0.3) && depth < 2 {
+                object(rng, depth + 1, 2)
+            } else {
+                leaf(rng)
+            };
             let mut a = json!({"type": "array", "items": items});
             if rng.chance(0.7) {
                 a["maxItems"] = json!(1 + rng.below(4));
@@ -113,14 +141,25 @@ fn request(rng: &mut Rng) -> Request {
     let text = words.join(if rng.chance(0.2) { ", " } else { " " });
     let mut entities = Vec::new();
     for _ in 0..rng.below(4) {
-        let label = if rng.chance(0.7) { words[rng.below(words.len())].to_string() } else { "Elsewhere".to_string() };
-        entities.push(Entity { entity_type: rng.pick(ENTITY_TYPES).to_string(), label });
+        let label = if rng.chance(0.7) {
+            words[rng.below(words.len())].to_string()
+        } else {
+            "Elsewhere".to_string()
+        };
+        entities.push(Entity {
+            entity_type: rng.pick(ENTITY_TYPES).to_string(),
+            label,
+        });
     }
     Request { text, entities }
 }
 
 fn policy(rng: &mut Rng, catalog: &Catalog, syntax: Syntax) -> Policy {
-    let unit = if rng.chance(0.7) { CopyUnit::Words } else { CopyUnit::Chars };
+    let unit = if rng.chance(0.7) {
+        CopyUnit::Words
+    } else {
+        CopyUnit::Chars
+    };
     let copy = match rng.below(if syntax == Syntax::Dsl { 4 } else { 5 }) {
         0 | 1 => CopyRule::FreeStrings,
         2 => {
@@ -128,19 +167,28 @@ fn policy(rng: &mut Rng, catalog: &Catalog, syntax: Syntax) -> Policy {
             let params = catalog
                 .tools
                 .iter()
-                .filter_map(|t| t.param_names().first().map(|p| ParamRef { tool: t.name.clone(), path: p.to_string() }))
+                .filter_map(|t| {
+                    t.param_names().first().map(|p| ParamRef {
+                        tool: t.name.clone(),
+                        path: p.to_string(),
+                    })
+                })
                 .collect();
             CopyRule::Only(params)
         }
         _ => CopyRule::None,
     };
-    Policy { copy, copy_unit: unit }
+    Policy {
+        copy,
+        copy_unit: unit,
+    }
 }
 
 fn run(syntax: Syntax, env: &TokEnv, total: usize, seed: u64) {
     let engine = Engine::new(env.clone()).unwrap();
     let mut rng = Rng::new(seed);
-    let (mut done, mut unfinished, mut compile_errors, mut refused) = (0usize, 0usize, 0usize, 0usize);
+    let (mut done, mut unfinished, mut compile_errors, mut refused) =
+        (0usize, 0usize, 0usize, 0usize);
     let mut failures: Vec<String> = Vec::new();
     let mut calls_seen = 0usize;
     while done + unfinished < total {
@@ -153,12 +201,20 @@ fn run(syntax: Syntax, env: &TokEnv, total: usize, seed: u64) {
             _ => ToolChoice::Auto,
         };
         let max_calls = 1 + rng.below(3);
-        let options = Options { syntax, policy: policy(&mut rng, &cat, syntax), tool_choice: tool_choice.clone(), max_calls };
+        let options = Options {
+            syntax,
+            policy: policy(&mut rng, &cat, syntax),
+            tool_choice: tool_choice.clone(),
+            max_calls,
+        };
         let prepared = match engine.prepare(&cat, &options) {
             Ok(p) => p,
             Err(e) => {
                 // only documented, typed refusals are acceptable
-                assert!(matches!(e, plansmith_grammar::GrammarError::Unsupported { .. }), "{e}");
+                assert!(
+                    matches!(e, plansmith_grammar::GrammarError::Unsupported { .. }),
+                    "{e}"
+                );
                 compile_errors += 1;
                 continue;
             }
@@ -168,7 +224,9 @@ fn run(syntax: Syntax, env: &TokEnv, total: usize, seed: u64) {
             let mut c = match engine.constraint_for(&prepared, &req) {
                 Ok(c) => c,
                 // a required call whose every tool needs a value this request cannot supply
-                Err(plansmith_grammar::GrammarError::Invalid(_)) if !matches!(tool_choice, ToolChoice::Auto | ToolChoice::None) => {
+                Err(plansmith_grammar::GrammarError::Invalid(_))
+                    if !matches!(tool_choice, ToolChoice::Auto | ToolChoice::None) =>
+                {
                     refused += 1;
                     continue;
                 }
@@ -180,7 +238,10 @@ fn run(syntax: Syntax, env: &TokEnv, total: usize, seed: u64) {
                     unfinished += 1;
                     continue;
                 }
-                Ok(Decode::Stuck(why)) => panic!("{syntax}: stuck: {why}\n{:?}", prepared.template().grammar(&req)),
+                Ok(Decode::Stuck(why)) => panic!(
+                    "{syntax}: stuck: {why}\n{:?}",
+                    prepared.template().grammar(&req)
+                ),
                 Err(dead) => panic!("{syntax}: dead: {dead}"),
             };
             done += 1;
@@ -191,14 +252,22 @@ fn run(syntax: Syntax, env: &TokEnv, total: usize, seed: u64) {
                     continue;
                 }
             };
-            let plan = if syntax.is_untyped() { validator.type_values(&plan) } else { plan };
+            let plan = if syntax.is_untyped() {
+                validator.type_values(&plan)
+            } else {
+                plan
+            };
             let violations = validator.validate(&plan, &options.policy, Some(&req.text));
             if !violations.is_empty() {
                 failures.push(format!(
                     "{out:?} (request {:?}, policy {:?}): {}",
                     req.text,
                     options.policy,
-                    violations.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("; ")
+                    violations
+                        .iter()
+                        .map(|v| v.to_string())
+                        .collect::<Vec<_>>()
+                        .join("; ")
                 ));
             }
             let n = plan.calls.len();
@@ -211,7 +280,9 @@ fn run(syntax: Syntax, env: &TokEnv, total: usize, seed: u64) {
                     ToolChoice::Named(name) => n >= 1 && plan.calls.iter().all(|c| &c.name == name),
                 };
             if !choice_ok {
-                failures.push(format!("tool_choice {tool_choice:?} / max {max_calls} violated by {out:?}"));
+                failures.push(format!(
+                    "tool_choice {tool_choice:?} / max {max_calls} violated by {out:?}"
+                ));
             }
             if done + unfinished >= total {
                 break;
@@ -222,12 +293,23 @@ fn run(syntax: Syntax, env: &TokEnv, total: usize, seed: u64) {
         "{syntax}: {done} decodes, {unfinished} unfinished, {calls_seen} calls, {compile_errors} catalogs refused, {refused} requests refused, {} failures",
         failures.len()
     );
-    assert!(failures.is_empty(), "{} failures, first ones:\n{}", failures.len(), failures[..failures.len().min(8)].join("\n"));
-    assert!(unfinished * 50 < total, "too many unfinished decodes: {unfinished}");
+    assert!(
+        failures.is_empty(),
+        "{} failures, first ones:\n{}",
+        failures.len(),
+        failures[..failures.len().min(8)].join("\n")
+    );
+    assert!(
+        unfinished * 50 < total,
+        "too many unfinished decodes: {unfinished}"
+    );
 }
 
 fn count() -> usize {
-    std::env::var("PLANSMITH_PROPTEST_DECODES").ok().and_then(|v| v.parse().ok()).unwrap_or(2500)
+    std::env::var("PLANSMITH_PROPTEST_DECODES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2500)
 }
 
 #[test]

@@ -41,10 +41,51 @@ pub fn char_env() -> TokEnv {
 pub fn small_bpe_env() -> TokEnv {
     let mut toks: Vec<Vec<u8>> = (0u8..=255).map(|b| vec![b]).collect();
     for s in [
-        "{\"", "\":", "\": ", "\", \"", "\",\"", "\"}", "\"}}", "}}", "}]", "[{", ", ", ": ", "\"verb\"",
-        "\"args\"", "args", "verb", "name", "arguments", "\"name\": \"", "true", "false", "null", "12", "42",
-        "00", "-1", ".5", "alpha", "beta", "gamma", " the", " to", "open", "set", "label", "type", "\":{\"",
-        "\" ", "=\"", " |", "; ", "spoken_text", "function", "tool_calls", "content",
+        "{\"",
+        "\":",
+        "\": ",
+        "\", \"",
+        "\",\"",
+        "\"}",
+        "\"}}",
+        "}}",
+        "}]",
+        "[{",
+        ", ",
+        ": ",
+        "\"verb\"",
+        "\"args\"",
+        "args",
+        "verb",
+        "name",
+        "arguments",
+        "\"name\": \"",
+        "true",
+        "false",
+        "null",
+        "12",
+        "42",
+        "00",
+        "-1",
+        ".5",
+        "alpha",
+        "beta",
+        "gamma",
+        " the",
+        " to",
+        "open",
+        "set",
+        "label",
+        "type",
+        "\":{\"",
+        "\" ",
+        "=\"",
+        " |",
+        "; ",
+        "spoken_text",
+        "function",
+        "tool_calls",
+        "content",
     ] {
         toks.push(s.as_bytes().to_vec());
     }
@@ -65,7 +106,12 @@ pub enum Decode {
 
 /// Decode with a random "model": a uniformly random allowed token, with a bias towards
 /// tokens containing structural characters so outputs finish; forced tokens are honoured.
-pub fn random_decode(c: &mut Constraint, env: &TokEnv, rng: &mut Rng, max_steps: usize) -> Result<Decode, Dead> {
+pub fn random_decode(
+    c: &mut Constraint,
+    env: &TokEnv,
+    rng: &mut Rng,
+    max_steps: usize,
+) -> Result<Decode, Dead> {
     let closers: Vec<bool> = (0..env.vocab_size() as u32)
         .map(|t| {
             let b = env.token_bytes(t);
@@ -80,10 +126,21 @@ pub fn random_decode(c: &mut Constraint, env: &TokEnv, rng: &mut Rng, max_steps:
         }
         let allowed = c.mask()?.allowed();
         if allowed.is_empty() {
-            return Ok(Decode::Stuck(format!("empty mask after {:?}", c.output_text())));
+            return Ok(Decode::Stuck(format!(
+                "empty mask after {:?}",
+                c.output_text()
+            )));
         }
-        let closing: Vec<u32> = allowed.iter().copied().filter(|&t| closers[t as usize]).collect();
-        let t = if !closing.is_empty() && rng.chance(0.3) { *rng.pick(&closing) } else { *rng.pick(&allowed) };
+        let closing: Vec<u32> = allowed
+            .iter()
+            .copied()
+            .filter(|&t| closers[t as usize])
+            .collect();
+        let t = if !closing.is_empty() && rng.chance(0.3) {
+            *rng.pick(&closing)
+        } else {
+            *rng.pick(&allowed)
+        };
         c.commit(t)?;
         if t == env.eos() {
             return Ok(Decode::Done(c.output_text()));
