@@ -1,0 +1,234 @@
+//! Chat prompts from the model's own Jinja template (`tokenizer.chat_template`), rendered with
+//! minijinja, with the tool catalog placed in the system prompt.
+
+use std::hash::{Hash, Hasher};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{LlamaError, Result};
+use crate::gguf::GgufFile;
+use crate::tokenizer::Tokenizer;
+
+/// One chat message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub role: String,
+    pub content: String,
+}
+
+impl ChatMessage {
+    pub fn new(role: impl Into<String>, content: impl Into<String>) -> Self {
+        Self {
+            role: role.into(),
+            content: content.into(),
+        }
+    }
+}
+
+/// Version tag of the tools prompt wording (part of [`ChatTemplate::id`]).
+const TOOLS_PROMPT_VERSION: &str = "plansmith-tools-v1";
+
+/// A compiled chat template plus the tokens it needs.
+#[derive(Debug, Clone)]
+pub struct ChatTemplate {
+    source: String,
+    bos_token: String,
+    eos_token: String,
+    /// The template handles a `tools` variable itself.
+    native_tools: bool,
+}
+
+/// A rendered tools prompt: the cacheable prefix (system + tools) and the full prompt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolsPrompt {
+    /// Rendered system message alone (a string prefix of `full`).
+    pub prefix: String,
+    /// Rendered conversation ending with the generation prompt.
+    pub full: String,
+}
+
+/// Token form of a [`ToolsPrompt`]: `tokens[..prefix_len]` is the cacheable prefix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolsPromptTokens {
+    pub tokens: Vec<u32>,
+    pub prefix_len: usize,
+}
+
+fn raise_exception(msg: String) -> std::result::Result<String, minijinja::Error> {
+    Err(minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, msg))
+}
+
+/// The function objects (`{name, description, parameters}`) of an OpenAI `tools` array or a
+/// plain list of functions.
+pub fn tool_functions(tools: &Value) -> Result<Vec<Value>> {
+    let arr = tools
+        .as_array()
+        .ok_or_else(|| LlamaError::Template("tools must be a JSON array".into()))?;
+    arr.iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let f = t.get("function").unwrap_or(t);
+            if f.get("name").and_then(Value::as_str).is_none() {
+                return Err(LlamaError::Template(format!("tools[{i}]: missing string `name`")));
+            }
+            Ok(f.clone())
+        })
+        .collect()
+}
+
+/// The system-prompt text that lists the tools and asks for a JSON array of calls.
+pub fn tools_system_text(system: Option<&str>, tools: &Value) -> Result<String> {
+    let fns = tool_functions(tools)?;
+    let mut s = String::new();
+    if let Some(sys) = system.filter(|s| !s.is_empty()) {
+        s.push_str(sys);
+        s.push_str("\n\n");
+    }
+    s.push_str("You are a function-calling assistant. You have access to these tools:\n<tools>\n");
+    for f in &fns {
+        s.push_str(&serde_json::to_string(f).unwrap_or_default());
+        s.push('\n');
+    }
+    s.push_str(
+        "</tools>\nAnswer the user's request with only a JSON array of tool calls, for example \
+         [{\"name\": \"tool_name\", \"arguments\": {\"arg\": \"value\"}}]. \
+         Use only the tools above and their parameters. Reply [] if no tool applies.",
+    );
+    Ok(s)
+}
+
+impl ChatTemplate {
+    /// A template from Jinja source and the BOS / EOS token texts.
+    pub fn new(source: impl Into<String>, bos_token: &str, eos_token: &str) -> Result<Self> {
+        let source = source.into();
+        let this = Self {
+            native_tools: source.contains("tools"),
+            source,
+            bos_token: bos_token.to_string(),
+            eos_token: eos_token.to_string(),
+        };
+        // Compile once to report syntax errors early.
+        this.env()?;
+        Ok(this)
+    }
+
+    /// The template stored in the GGUF (`tokenizer.chat_template`).
+    pub fn from_gguf(g: &GgufFile, tok: &Tokenizer) -> Result<Self> {
+        let src = g.get_str("tokenizer.chat_template")?;
+        let text = |id: Option<u32>| {
+            id.and_then(|i| tok.token_bytes(i))
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .unwrap_or_default()
+        };
+        Self::new(src, &text(tok.bos), &text(tok.eos))
+    }
+
+    /// The ChatML template (fallback for models without one).
+    pub fn chatml() -> Self {
+        Self {
+            source: "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}".into(),
+            bos_token: String::new(),
+            eos_token: "<|im_end|>".into(),
+            native_tools: false,
+        }
+    }
+
+    /// Jinja source.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// Identity of the template and the tools prompt wording (part of prefix-cache keys).
+    pub fn id(&self) -> u64 {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.source.hash(&mut h);
+        self.bos_token.hash(&mut h);
+        TOOLS_PROMPT_VERSION.hash(&mut h);
+        h.finish()
+    }
+
+    fn env(&self) -> Result<minijinja::Environment<'static>> {
+        let mut env = minijinja::Environment::new();
+        // Hugging Face renders chat templates with trim_blocks and lstrip_blocks.
+        env.set_trim_blocks(true);
+        env.set_lstrip_blocks(true);
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.add_function("raise_exception", raise_exception);
+        env.add_template_owned("chat", self.source.clone())
+            .map_err(|e| LlamaError::Template(format!("compile: {e:#}")))?;
+        Ok(env)
+    }
+
+    /// Render messages (and `tools`, for templates that support them natively).
+    pub fn render(&self, messages: &[ChatMessage], tools: Option<&Value>, add_generation_prompt: bool) -> Result<String> {
+        let env = self.env()?;
+        let tmpl = env
+            .get_template("chat")
+            .map_err(|e| LlamaError::Template(e.to_string()))?;
+        let ctx = minijinja::context! {
+            messages => messages,
+            tools => tools,
+            add_generation_prompt => add_generation_prompt,
+            bos_token => self.bos_token,
+            eos_token => self.eos_token,
+        };
+        tmpl.render(ctx)
+            .map_err(|e| LlamaError::Template(format!("render: {e:#}")))
+    }
+
+    /// A tool-calling prompt: tools listed in the system message (this crate's wording, so the
+    /// reply format is the same for every model), then the user request and the generation
+    /// prompt. `prefix` is the rendered system message alone — cache it.
+    pub fn tools_prompt(&self, system: Option<&str>, tools: &Value, user: &str) -> Result<ToolsPrompt> {
+        let sys = ChatMessage::new("system", tools_system_text(system, tools)?);
+        let prefix = self.render(std::slice::from_ref(&sys), None, false)?;
+        let full = self.render(&[sys, ChatMessage::new("user", user)], None, true)?;
+        if !full.starts_with(&prefix) {
+            return Err(LlamaError::Template(
+                "the rendered system message is not a prefix of the rendered conversation".into(),
+            ));
+        }
+        Ok(ToolsPrompt { prefix, full })
+    }
+
+    /// Whether the template renders a `tools` variable itself.
+    pub fn has_native_tools(&self) -> bool {
+        self.native_tools
+    }
+}
+
+impl ToolsPrompt {
+    /// Tokenize; the prefix length is the longest common token prefix of the prefix alone and
+    /// the full prompt (equal to the prefix's token count when the boundary is a clean split).
+    pub fn tokenize(&self, tok: &Tokenizer) -> ToolsPromptTokens {
+        let p = tok.encode(&self.prefix, true, true);
+        let tokens = tok.encode(&self.full, true, true);
+        let prefix_len = p.iter().zip(&tokens).take_while(|(a, b)| a == b).count();
+        ToolsPromptTokens { tokens, prefix_len }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chatml_renders_and_prefix_matches() {
+        let t = ChatTemplate::chatml();
+        let tools = serde_json::json!([{"type": "function", "function": {"name": "set", "description": "Set a value", "parameters": {"type": "object", "properties": {"x": {"type": "string"}}}}}]);
+        let p = t.tools_prompt(None, &tools, "set x to 3").unwrap();
+        assert!(p.prefix.starts_with("<|im_start|>system\n"));
+        assert!(p.prefix.contains("{\"name\":\"set\""));
+        assert!(p.full.ends_with("<|im_start|>user\nset x to 3<|im_end|>\n<|im_start|>assistant\n"));
+    }
+
+    #[test]
+    fn bad_template_is_an_error() {
+        assert!(matches!(ChatTemplate::new("{% for %}", "", ""), Err(LlamaError::Template(_))));
+        let t = ChatTemplate::new("{{ raise_exception('nope') }}", "", "").unwrap();
+        let e = t.render(&[], None, true).unwrap_err().to_string();
+        assert!(e.contains("nope"), "{e}");
+        assert!(tool_functions(&serde_json::json!({"a": 1})).is_err());
+    }
+}

@@ -1,0 +1,369 @@
+//! GGUF reading: header, metadata, Llama configuration and quantized tensors, with typed
+//! errors that name the tensor / key and the file offset.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use candle_core::quantized::gguf_file::{Content, Value};
+use candle_core::quantized::{GgmlDType, QTensor};
+use candle_core::Device;
+
+use crate::config::LlamaConfig;
+use crate::error::{LlamaError, Result};
+
+/// An opened GGUF file: parsed header plus a reader for tensor data.
+pub struct GgufFile {
+    path: PathBuf,
+    content: Content,
+    reader: BufReader<File>,
+    file_size: u64,
+}
+
+impl std::fmt::Debug for GgufFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GgufFile")
+            .field("path", &self.path)
+            .field("tensors", &self.content.tensor_infos.len())
+            .field("metadata", &self.content.metadata.len())
+            .finish()
+    }
+}
+
+fn dtype_name(d: GgmlDType) -> String {
+    format!("{d:?}")
+}
+
+impl GgufFile {
+    /// Open and parse the header. Every tensor's data range is checked against the file
+    /// size up front, so a truncated file fails here naming the first tensor that does not fit.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        let file = File::open(&path).map_err(|source| LlamaError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let file_size = file
+            .metadata()
+            .map_err(|source| LlamaError::Io {
+                path: path.clone(),
+                source,
+            })?
+            .len();
+        let mut reader = BufReader::new(file);
+        let content = Content::read(&mut reader).map_err(|e| LlamaError::GgufHeader {
+            path: path.clone(),
+            reason: format!("{e} (file is {file_size} bytes)"),
+        })?;
+        let this = Self {
+            path,
+            content,
+            reader,
+            file_size,
+        };
+        this.check_ranges()?;
+        Ok(this)
+    }
+
+    fn check_ranges(&self) -> Result<()> {
+        // Check in file order so the error names the first tensor that is cut off.
+        let mut infos: Vec<_> = self.content.tensor_infos.iter().collect();
+        infos.sort_by_key(|(_, i)| i.offset);
+        for (name, info) in infos {
+            let (bytes, start) = self.tensor_extent(name)?;
+            let _ = info;
+            let end = start.checked_add(bytes);
+            if end.map_or(true, |e| e > self.file_size) {
+                return Err(LlamaError::TensorData {
+                    path: self.path.clone(),
+                    tensor: name.clone(),
+                    dtype: dtype_name(self.content.tensor_infos[name].ggml_dtype),
+                    bytes,
+                    offset: start,
+                    reason: format!(
+                        "file is truncated: data ends at {} but the file has {} bytes",
+                        end.map_or_else(|| "overflow".to_string(), |e| e.to_string()),
+                        self.file_size
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// (size in bytes, absolute file offset) of a tensor's data.
+    fn tensor_extent(&self, name: &str) -> Result<(u64, u64)> {
+        let info = self
+            .content
+            .tensor_infos
+            .get(name)
+            .ok_or_else(|| LlamaError::MissingTensor {
+                path: self.path.clone(),
+                tensor: name.to_string(),
+            })?;
+        let elems = info.shape.elem_count();
+        let bs = info.ggml_dtype.block_size();
+        if elems % bs != 0 {
+            return Err(LlamaError::TensorData {
+                path: self.path.clone(),
+                tensor: name.to_string(),
+                dtype: dtype_name(info.ggml_dtype),
+                bytes: 0,
+                offset: self.content.tensor_data_offset.saturating_add(info.offset),
+                reason: format!("{elems} elements is not a multiple of the block size {bs}"),
+            });
+        }
+        let bytes = (elems / bs) as u64 * info.ggml_dtype.type_size() as u64;
+        Ok((
+            bytes,
+            self.content.tensor_data_offset.saturating_add(info.offset),
+        ))
+    }
+
+    /// Path of the file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Size of the file in bytes.
+    pub fn file_size(&self) -> u64 {
+        self.file_size
+    }
+
+    /// All metadata.
+    pub fn metadata(&self) -> &HashMap<String, Value> {
+        &self.content.metadata
+    }
+
+    /// Names of all tensors.
+    pub fn tensor_names(&self) -> impl Iterator<Item = &str> {
+        self.content.tensor_infos.keys().map(String::as_str)
+    }
+
+    /// Whether a tensor exists.
+    pub fn has_tensor(&self, name: &str) -> bool {
+        self.content.tensor_infos.contains_key(name)
+    }
+
+    /// Shape of a tensor in candle order (outermost first).
+    pub fn tensor_shape(&self, name: &str) -> Option<Vec<usize>> {
+        self.content
+            .tensor_infos
+            .get(name)
+            .map(|i| i.shape.dims().to_vec())
+    }
+
+    /// Read one tensor, checking its shape when `expected` is given.
+    pub fn tensor(&mut self, name: &str, expected: Option<&[usize]>) -> Result<QTensor> {
+        let (bytes, offset) = self.tensor_extent(name)?;
+        let info = &self.content.tensor_infos[name];
+        let dtype = info.ggml_dtype;
+        let dims = info.shape.dims().to_vec();
+        if let Some(exp) = expected {
+            if exp != dims.as_slice() {
+                return Err(LlamaError::TensorShape {
+                    path: self.path.clone(),
+                    tensor: name.to_string(),
+                    found: dims,
+                    expected: exp.to_vec(),
+                });
+            }
+        }
+        let err = |reason: String| LlamaError::TensorData {
+            path: self.path.clone(),
+            tensor: name.to_string(),
+            dtype: dtype_name(dtype),
+            bytes,
+            offset,
+            reason,
+        };
+        let mut raw = vec![0u8; bytes as usize];
+        self.reader
+            .seek(SeekFrom::Start(offset))
+            .and_then(|_| self.reader.read_exact(&mut raw))
+            .map_err(|e| err(e.to_string()))?;
+        let storage = candle_core::quantized::QStorage::from_data(
+            std::borrow::Cow::Owned(raw),
+            &Device::Cpu,
+            dtype,
+        )
+        .map_err(|e| err(e.to_string()))?;
+        QTensor::new(storage, dims).map_err(|e| err(e.to_string()))
+    }
+
+    // ---- metadata helpers ----
+
+    fn meta_err(&self, key: &str, reason: impl Into<String>) -> LlamaError {
+        LlamaError::Metadata {
+            path: self.path.clone(),
+            key: key.to_string(),
+            reason: reason.into(),
+        }
+    }
+
+    /// A metadata value, or a typed error naming the key.
+    pub fn get(&self, key: &str) -> Result<&Value> {
+        self.content
+            .metadata
+            .get(key)
+            .ok_or_else(|| self.meta_err(key, "missing"))
+    }
+
+    /// An unsigned integer metadata value (any integer width).
+    pub fn get_usize(&self, key: &str) -> Result<usize> {
+        let v = self.get(key)?;
+        let n: Option<u64> = match v {
+            Value::U8(x) => Some(*x as u64),
+            Value::U16(x) => Some(*x as u64),
+            Value::U32(x) => Some(*x as u64),
+            Value::U64(x) => Some(*x),
+            Value::I8(x) => u64::try_from(*x).ok(),
+            Value::I16(x) => u64::try_from(*x).ok(),
+            Value::I32(x) => u64::try_from(*x).ok(),
+            Value::I64(x) => u64::try_from(*x).ok(),
+            _ => None,
+        };
+        n.map(|n| n as usize)
+            .ok_or_else(|| self.meta_err(key, format!("expected a non-negative integer, got {v:?}")))
+    }
+
+    /// An optional unsigned integer.
+    pub fn opt_usize(&self, key: &str) -> Result<Option<usize>> {
+        if self.content.metadata.contains_key(key) {
+            self.get_usize(key).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// A float metadata value.
+    pub fn get_f64(&self, key: &str) -> Result<f64> {
+        match self.get(key)? {
+            Value::F32(x) => Ok(*x as f64),
+            Value::F64(x) => Ok(*x),
+            v => Err(self.meta_err(key, format!("expected a float, got {v:?}"))),
+        }
+    }
+
+    /// A string metadata value.
+    pub fn get_str(&self, key: &str) -> Result<&str> {
+        match self.get(key)? {
+            Value::String(s) => Ok(s),
+            v => Err(self.meta_err(key, format!("expected a string, got {:?}", v.value_type()))),
+        }
+    }
+
+    /// An optional string.
+    pub fn opt_str(&self, key: &str) -> Result<Option<&str>> {
+        if self.content.metadata.contains_key(key) {
+            self.get_str(key).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// An optional bool.
+    pub fn opt_bool(&self, key: &str) -> Result<Option<bool>> {
+        match self.content.metadata.get(key) {
+            None => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(v) => Err(self.meta_err(key, format!("expected a bool, got {v:?}"))),
+        }
+    }
+
+    /// A string array.
+    pub fn get_str_array(&self, key: &str) -> Result<Vec<String>> {
+        match self.get(key)? {
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| match v {
+                    Value::String(s) => Ok(s.clone()),
+                    other => Err(self.meta_err(
+                        key,
+                        format!("element {i}: expected a string, got {:?}", other.value_type()),
+                    )),
+                })
+                .collect(),
+            v => Err(self.meta_err(key, format!("expected an array, got {:?}", v.value_type()))),
+        }
+    }
+
+    /// An integer array (any integer width).
+    pub fn get_int_array(&self, key: &str) -> Result<Vec<i64>> {
+        match self.get(key)? {
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| match v {
+                    Value::I32(x) => Ok(*x as i64),
+                    Value::U32(x) => Ok(*x as i64),
+                    Value::I8(x) => Ok(*x as i64),
+                    Value::U8(x) => Ok(*x as i64),
+                    Value::I16(x) => Ok(*x as i64),
+                    Value::U16(x) => Ok(*x as i64),
+                    Value::I64(x) => Ok(*x),
+                    Value::U64(x) => Ok(*x as i64),
+                    other => Err(self.meta_err(
+                        key,
+                        format!("element {i}: expected an integer, got {:?}", other.value_type()),
+                    )),
+                })
+                .collect(),
+            v => Err(self.meta_err(key, format!("expected an array, got {:?}", v.value_type()))),
+        }
+    }
+
+    /// The Llama configuration described by the metadata.
+    pub fn llama_config(&self) -> Result<LlamaConfig> {
+        let arch = self.get_str("general.architecture")?.to_string();
+        if arch != "llama" {
+            return Err(LlamaError::Unsupported(format!(
+                "{}: architecture `{arch}` (only `llama` is supported)",
+                self.path.display()
+            )));
+        }
+        let k = |s: &str| format!("{arch}.{s}");
+        let hidden = self.get_usize(&k("embedding_length"))?;
+        let n_heads = self.get_usize(&k("attention.head_count"))?;
+        let n_kv_heads = self
+            .opt_usize(&k("attention.head_count_kv"))?
+            .unwrap_or(n_heads);
+        if n_heads == 0 || hidden % n_heads != 0 || n_kv_heads == 0 || n_heads % n_kv_heads != 0 {
+            return Err(self.meta_err(
+                &k("attention.head_count"),
+                format!("{n_heads} heads / {n_kv_heads} kv heads do not divide embedding length {hidden}"),
+            ));
+        }
+        let head_dim = self
+            .opt_usize(&k("attention.key_length"))?
+            .unwrap_or(hidden / n_heads);
+        let vocab_size = match self.opt_usize(&k("vocab_size"))? {
+            Some(v) => v,
+            None => self
+                .tensor_shape("token_embd.weight")
+                .map(|s| s[0])
+                .ok_or_else(|| self.meta_err(&k("vocab_size"), "missing"))?,
+        };
+        let rope_theta = if self.content.metadata.contains_key(&k("rope.freq_base")) {
+            self.get_f64(&k("rope.freq_base"))?
+        } else {
+            10_000.0
+        };
+        let cfg = LlamaConfig {
+            vocab_size,
+            hidden_size: hidden,
+            intermediate_size: self.get_usize(&k("feed_forward_length"))?,
+            num_layers: self.get_usize(&k("block_count"))?,
+            num_heads: n_heads,
+            num_kv_heads: n_kv_heads,
+            head_dim,
+            rope_theta,
+            rms_eps: self.get_f64(&k("attention.layer_norm_rms_epsilon"))?,
+            max_position: self.opt_usize(&k("context_length"))?.unwrap_or(2048),
+            tie_embeddings: !self.has_tensor("output.weight"),
+        };
+        Ok(cfg)
+    }
+}

@@ -1,0 +1,27 @@
+//! plansmith-llama: the Llama-family pretrained runtime.
+//!
+//! - [`GgufFile`]: GGUF header / metadata / quantized tensors with typed errors.
+//! - [`Tokenizer`]: GPT-2 byte-level BPE from GGUF metadata, llama.cpp-compatible splitting.
+//! - [`LlamaModel`] + [`Session`]: forward with KV cache, `prefill` / `step` -> logits,
+//!   `snapshot` / `restore`; [`PrefixCache`]: LRU of prefix snapshots bounded by memory.
+//! - [`ChatTemplate`]: the GGUF's Jinja chat template via minijinja, tools in the system prompt.
+
+pub mod config;
+pub mod error;
+pub mod gguf;
+pub mod model;
+pub mod tokenizer;
+
+pub use config::LlamaConfig;
+pub use error::{LlamaError, Result};
+pub use gguf::GgufFile;
+pub use model::{argmax, KvSnapshot, LlamaModel, Session};
+pub use tokenizer::{PreTokenizer, TokenKind, Tokenizer};
+pub mod chat;
+pub mod prefix;
+
+pub use chat::{ChatMessage, ChatTemplate, ToolsPrompt, ToolsPromptTokens};
+pub use prefix::{PrefixCache, PrefixKey, PrefixOutcome};
+pub mod bundle;
+
+pub use bundle::{greedy_generate, GgufBundle};

@@ -1,0 +1,539 @@
+//! Llama-family decoder for inference: RMSNorm, interleaved RoPE (GGUF layout), grouped-query
+//! attention, SwiGLU, tied or separate output head. Activations are f32; weights are quantized
+//! (`QMatMul` over GGUF blocks) or dense f32.
+
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use candle_core::quantized::{QMatMul, QTensor};
+use candle_core::{DType, Device, Module, Tensor, D};
+
+use crate::config::LlamaConfig;
+use crate::error::{LlamaError, Result};
+use crate::gguf::GgufFile;
+
+/// Token embedding table: quantized rows (dequantized on lookup) or dense f32.
+#[derive(Debug, Clone)]
+pub(crate) enum Embedding {
+    Quantized(Arc<QTensor>),
+    Dense(Tensor),
+}
+
+impl Embedding {
+    fn lookup(&self, ids: &Tensor) -> Result<Tensor> {
+        Ok(match self {
+            Self::Quantized(q) => q.embedding(ids)?,
+            Self::Dense(t) => t.embedding(ids)?,
+        })
+    }
+}
+
+/// Weights of one decoder block.
+#[derive(Debug, Clone)]
+pub(crate) struct Block {
+    pub attn_norm: Tensor,
+    pub wq: QMatMul,
+    pub wk: QMatMul,
+    pub wv: QMatMul,
+    pub wo: QMatMul,
+    pub ffn_norm: Tensor,
+    pub gate: QMatMul,
+    pub up: QMatMul,
+    pub down: QMatMul,
+}
+
+/// A loaded Llama-family model (immutable; share it behind an `Arc` across sessions).
+#[derive(Debug)]
+pub struct LlamaModel {
+    cfg: LlamaConfig,
+    embed: Embedding,
+    blocks: Vec<Block>,
+    norm: Tensor,
+    output: QMatMul,
+    /// cos / sin tables `[max_position, head_dim / 2]`.
+    cos: Tensor,
+    sin: Tensor,
+    fingerprint: u64,
+    device: Device,
+}
+
+/// RoPE tables for interleaved rotation of pairs `(x[2i], x[2i+1])` with frequency
+/// `theta^(-2i/d)`.
+pub(crate) fn rope_tables(cfg: &LlamaConfig, device: &Device) -> Result<(Tensor, Tensor)> {
+    let half = cfg.head_dim / 2;
+    let n = cfg.max_position;
+    let mut cos = Vec::with_capacity(n * half);
+    let mut sin = Vec::with_capacity(n * half);
+    let inv: Vec<f64> = (0..half)
+        .map(|i| 1.0 / cfg.rope_theta.powf(2.0 * i as f64 / cfg.head_dim as f64))
+        .collect();
+    for p in 0..n {
+        for f in &inv {
+            let a = p as f64 * f;
+            cos.push(a.cos() as f32);
+            sin.push(a.sin() as f32);
+        }
+    }
+    Ok((
+        Tensor::from_vec(cos, (n, half), device)?,
+        Tensor::from_vec(sin, (n, half), device)?,
+    ))
+}
+
+impl LlamaModel {
+    /// Load from an opened GGUF file (Llama architecture).
+    pub fn from_gguf(g: &mut GgufFile) -> Result<Self> {
+        let cfg = g.llama_config()?;
+        let d = cfg.hidden_size;
+        let (hd, nh, nkv, ff) = (cfg.head_dim, cfg.num_heads, cfg.num_kv_heads, cfg.intermediate_size);
+        let dev = Device::Cpu;
+        let qmm = |g: &mut GgufFile, name: &str, shape: &[usize]| -> Result<QMatMul> {
+            let q = g.tensor(name, Some(shape))?;
+            Ok(QMatMul::from_qtensor(q)?)
+        };
+        let dense = |g: &mut GgufFile, name: &str, shape: &[usize]| -> Result<Tensor> {
+            let q = g.tensor(name, Some(shape))?;
+            Ok(q.dequantize(&Device::Cpu)?)
+        };
+        let embed_q = Arc::new(g.tensor("token_embd.weight", Some(&[cfg.vocab_size, d]))?);
+        let mut blocks = Vec::with_capacity(cfg.num_layers);
+        for i in 0..cfg.num_layers {
+            let p = |s: &str| format!("blk.{i}.{s}.weight");
+            blocks.push(Block {
+                attn_norm: dense(g, &p("attn_norm"), &[d])?,
+                wq: qmm(g, &p("attn_q"), &[nh * hd, d])?,
+                wk: qmm(g, &p("attn_k"), &[nkv * hd, d])?,
+                wv: qmm(g, &p("attn_v"), &[nkv * hd, d])?,
+                wo: qmm(g, &p("attn_output"), &[d, nh * hd])?,
+                ffn_norm: dense(g, &p("ffn_norm"), &[d])?,
+                gate: qmm(g, &p("ffn_gate"), &[ff, d])?,
+                up: qmm(g, &p("ffn_up"), &[ff, d])?,
+                down: qmm(g, &p("ffn_down"), &[d, ff])?,
+            });
+        }
+        let norm = dense(g, "output_norm.weight", &[d])?;
+        let output = if cfg.tie_embeddings {
+            QMatMul::from_arc(embed_q.clone())?
+        } else {
+            qmm(g, "output.weight", &[cfg.vocab_size, d])?
+        };
+        let (cos, sin) = rope_tables(&cfg, &dev)?;
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        serde_json::to_string(&cfg).unwrap_or_default().hash(&mut h);
+        g.path().hash(&mut h);
+        g.file_size().hash(&mut h);
+        let mut names: Vec<&str> = g.tensor_names().collect();
+        names.sort_unstable();
+        names.hash(&mut h);
+        let embed = match embed_q.dtype() {
+            candle_core::quantized::GgmlDType::F32 => Embedding::Dense(embed_q.dequantize(&dev)?),
+            _ => Embedding::Quantized(embed_q),
+        };
+        Ok(Self {
+            cfg,
+            embed,
+            blocks,
+            norm,
+            output,
+            cos,
+            sin,
+            fingerprint: h.finish(),
+            device: dev,
+        })
+    }
+
+    /// Build from dense parts (safetensors loading, tests).
+    pub(crate) fn from_parts(
+        cfg: LlamaConfig,
+        embed: Tensor,
+        blocks: Vec<Block>,
+        norm: Tensor,
+        output: Option<Tensor>,
+        fingerprint: u64,
+    ) -> Result<Self> {
+        let dev = embed.device().clone();
+        let (cos, sin) = rope_tables(&cfg, &dev)?;
+        let output = QMatMul::Tensor(output.unwrap_or_else(|| embed.clone()));
+        Ok(Self {
+            cfg,
+            embed: Embedding::Dense(embed),
+            blocks,
+            norm,
+            output,
+            cos,
+            sin,
+            fingerprint,
+            device: dev,
+        })
+    }
+
+    /// Model configuration.
+    pub fn config(&self) -> &LlamaConfig {
+        &self.cfg
+    }
+
+    /// A stable-within-process identity of the weights (used to key prefix caches and to
+    /// refuse snapshots taken from another model).
+    pub fn fingerprint(&self) -> u64 {
+        self.fingerprint
+    }
+
+    pub(crate) fn blocks(&self) -> &[Block] {
+        &self.blocks
+    }
+
+    pub(crate) fn embed_dense(&self) -> Result<Tensor> {
+        Ok(match &self.embed {
+            Embedding::Dense(t) => t.clone(),
+            Embedding::Quantized(q) => q.dequantize(&self.device)?,
+        })
+    }
+
+    pub(crate) fn norm_weight(&self) -> &Tensor {
+        &self.norm
+    }
+
+    pub(crate) fn output_dense(&self) -> Result<Tensor> {
+        Ok(match &self.output {
+            QMatMul::QTensor(q) => q.dequantize(&self.device)?,
+            QMatMul::Tensor(t) => t.clone(),
+            QMatMul::TensorF16(t) => t.to_dtype(DType::F32)?,
+        })
+    }
+
+    /// Start a decoding session with an empty KV cache.
+    pub fn session(self: &Arc<Self>) -> Session {
+        Session {
+            model: self.clone(),
+            kv: KvState::new(self.cfg.num_layers),
+            tokens: Vec::new(),
+        }
+    }
+
+    /// Run `tokens` at positions `kv.len..`, appending to the cache. Returns logits `[n, vocab]`
+    /// for the last `n` positions where `n = 1` unless `all_logits`.
+    fn forward(&self, kv: &mut KvState, tokens: &[u32], all_logits: bool) -> Result<Tensor> {
+        let cfg = &self.cfg;
+        let l = tokens.len();
+        let p0 = kv.len;
+        if p0 + l > cfg.max_position {
+            return Err(LlamaError::ContextOverflow {
+                needed: p0 + l,
+                max: cfg.max_position,
+            });
+        }
+        for &t in tokens {
+            if t as usize >= cfg.vocab_size {
+                return Err(LlamaError::TokenOutOfRange {
+                    id: t,
+                    vocab: cfg.vocab_size,
+                });
+            }
+        }
+        kv.ensure_capacity(cfg, p0 + l, &self.device)?;
+        let (nh, nkv, hd) = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim);
+        let group = nh / nkv;
+        let t_all = p0 + l;
+        let eps = cfg.rms_eps as f32;
+        let ids = Tensor::new(tokens, &self.device)?;
+        let mut x = self.embed.lookup(&ids)?; // [l, d]
+        let cos = self.cos.narrow(0, p0, l)?;
+        let sin = self.sin.narrow(0, p0, l)?;
+        let mask = if l > 1 {
+            let mut m = vec![0f32; l * t_all];
+            for i in 0..l {
+                for j in (p0 + i + 1)..t_all {
+                    m[i * t_all + j] = f32::NEG_INFINITY;
+                }
+            }
+            Some(Tensor::from_vec(m, (l, t_all), &self.device)?)
+        } else {
+            None
+        };
+        let scale = 1.0 / (hd as f64).sqrt();
+        for (li, b) in self.blocks.iter().enumerate() {
+            let h = candle_nn::ops::rms_norm(&x, &b.attn_norm, eps)?;
+            let q = b.wq.forward(&h)?;
+            let k = b.wk.forward(&h)?;
+            let v = b.wv.forward(&h)?;
+            // [l, heads*hd] -> [1, heads, l, hd]
+            let q = q.reshape((1, l, nh, hd))?.transpose(1, 2)?.contiguous()?;
+            let k = k.reshape((1, l, nkv, hd))?.transpose(1, 2)?.contiguous()?;
+            let v = v.reshape((l, nkv, hd))?.transpose(0, 1)?.contiguous()?;
+            let q = candle_nn::rotary_emb::rope_i(&q, &cos, &sin)?;
+            let k = candle_nn::rotary_emb::rope_i(&k, &cos, &sin)?;
+            let k = k.reshape((nkv, l, hd))?;
+            kv.k[li].slice_set(&k, 1, p0)?;
+            kv.v[li].slice_set(&v, 1, p0)?;
+            let kk = kv.k[li].narrow(1, 0, t_all)?; // [nkv, t, hd]
+            let vv = kv.v[li].narrow(1, 0, t_all)?;
+            // Query heads of one kv group are consecutive: [nkv, group*l, hd].
+            let q = (q.reshape((nkv, group * l, hd))? * scale)?;
+            let att = q.matmul(&kk.t()?)?; // [nkv, group*l, t]
+            let att = match &mask {
+                Some(m) => att
+                    .reshape((nkv, group, l, t_all))?
+                    .broadcast_add(m)?
+                    .reshape((nkv, group * l, t_all))?,
+                None => att,
+            };
+            let att = candle_nn::ops::softmax_last_dim(&att)?;
+            let y = att.matmul(&vv)?; // [nkv, group*l, hd]
+            let y = y
+                .reshape((nh, l, hd))?
+                .transpose(0, 1)?
+                .contiguous()?
+                .reshape((l, nh * hd))?;
+            let y = b.wo.forward(&y)?;
+            x = (x + y)?;
+            let h = candle_nn::ops::rms_norm(&x, &b.ffn_norm, eps)?;
+            let g = b.gate.forward(&h)?;
+            let u = b.up.forward(&h)?;
+            let f = (candle_nn::ops::silu(&g)? * u)?;
+            let f = b.down.forward(&f)?;
+            x = (x + f)?;
+        }
+        kv.len = t_all;
+        let x = if all_logits { x } else { x.narrow(0, l - 1, 1)? };
+        let x = candle_nn::ops::rms_norm(&x, &self.norm, eps)?;
+        Ok(self.output.forward(&x)?)
+    }
+}
+
+/// Per-layer K/V buffers `[n_kv_heads, capacity, head_dim]`, filled up to `len`.
+#[derive(Debug)]
+struct KvState {
+    k: Vec<Tensor>,
+    v: Vec<Tensor>,
+    len: usize,
+    cap: usize,
+    layers: usize,
+}
+
+const KV_CHUNK: usize = 256;
+
+impl KvState {
+    fn new(layers: usize) -> Self {
+        Self {
+            k: Vec::new(),
+            v: Vec::new(),
+            len: 0,
+            cap: 0,
+            layers,
+        }
+    }
+
+    fn ensure_capacity(&mut self, cfg: &LlamaConfig, needed: usize, dev: &Device) -> Result<()> {
+        if needed <= self.cap && self.k.len() == self.layers {
+            return Ok(());
+        }
+        let new_cap = needed
+            .max(self.cap * 3 / 2)
+            .div_ceil(KV_CHUNK)
+            .saturating_mul(KV_CHUNK)
+            .min(cfg.max_position.max(needed));
+        let mut nk = Vec::with_capacity(self.layers);
+        let mut nv = Vec::with_capacity(self.layers);
+        for li in 0..self.layers {
+            let k = Tensor::zeros((cfg.num_kv_heads, new_cap, cfg.head_dim), DType::F32, dev)?;
+            let v = Tensor::zeros((cfg.num_kv_heads, new_cap, cfg.head_dim), DType::F32, dev)?;
+            if self.len > 0 {
+                k.slice_set(&self.k[li].narrow(1, 0, self.len)?.contiguous()?, 1, 0)?;
+                v.slice_set(&self.v[li].narrow(1, 0, self.len)?.contiguous()?, 1, 0)?;
+            }
+            nk.push(k);
+            nv.push(v);
+        }
+        self.k = nk;
+        self.v = nv;
+        self.cap = new_cap;
+        Ok(())
+    }
+}
+
+/// A copy of a session's KV cache and the tokens that produced it.
+#[derive(Debug, Clone)]
+pub struct KvSnapshot {
+    model: u64,
+    tokens: Vec<u32>,
+    k: Vec<Tensor>,
+    v: Vec<Tensor>,
+    /// Logits after the last token (so a restored session can sample without recomputing).
+    last_logits: Option<Vec<f32>>,
+}
+
+impl KvSnapshot {
+    /// Tokens covered by the snapshot.
+    pub fn tokens(&self) -> &[u32] {
+        &self.tokens
+    }
+
+    /// Memory held by the snapshot in bytes.
+    pub fn bytes(&self) -> usize {
+        let kv: usize = self.k.iter().chain(&self.v).map(|t| t.elem_count() * 4).sum();
+        kv + self.tokens.len() * 4 + self.last_logits.as_ref().map_or(0, |l| l.len() * 4)
+    }
+
+    /// Logits after the last covered token, if recorded.
+    pub fn last_logits(&self) -> Option<&[f32]> {
+        self.last_logits.as_deref()
+    }
+}
+
+/// A decoding session: a KV cache over a shared model.
+#[derive(Debug)]
+pub struct Session {
+    model: Arc<LlamaModel>,
+    kv: KvState,
+    tokens: Vec<u32>,
+}
+
+/// Tokens per prefill forward pass (bounds the attention score memory).
+const PREFILL_CHUNK: usize = 512;
+
+impl Session {
+    /// The model.
+    pub fn model(&self) -> &Arc<LlamaModel> {
+        &self.model
+    }
+
+    /// Tokens in the cache.
+    pub fn tokens(&self) -> &[u32] {
+        &self.tokens
+    }
+
+    /// Number of cached positions.
+    pub fn len(&self) -> usize {
+        self.tokens.len()
+    }
+
+    /// Whether the cache is empty.
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
+    /// Drop cached positions after `len` (cheap: rewinds the cache).
+    pub fn truncate(&mut self, len: usize) {
+        if len < self.tokens.len() {
+            self.tokens.truncate(len);
+            self.kv.len = len;
+        }
+    }
+
+    /// Clear the cache.
+    pub fn reset(&mut self) {
+        self.truncate(0);
+    }
+
+    /// Append `tokens` (in chunks) and return the next-token logits after the last one.
+    pub fn prefill(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
+        if tokens.is_empty() {
+            return Err(LlamaError::State("prefill needs at least one token".into()));
+        }
+        let mut last = None;
+        for chunk in tokens.chunks(PREFILL_CHUNK) {
+            let before = self.kv.len;
+            match self.model.forward(&mut self.kv, chunk, false) {
+                Ok(l) => last = Some(l),
+                Err(e) => {
+                    self.kv.len = before;
+                    return Err(e);
+                }
+            }
+            self.tokens.extend_from_slice(chunk);
+        }
+        let logits = last.ok_or_else(|| LlamaError::State("no logits".into()))?;
+        Ok(logits.flatten_all()?.to_vec1::<f32>()?)
+    }
+
+    /// Logits for every position of `tokens` (appended to the cache): `[len, vocab]` row-major.
+    pub fn prefill_all_logits(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
+        let mut rows = Vec::with_capacity(tokens.len());
+        for chunk in tokens.chunks(PREFILL_CHUNK) {
+            let before = self.kv.len;
+            let l = self.model.forward(&mut self.kv, chunk, true).inspect_err(|_| {
+                self.kv.len = before;
+            })?;
+            rows.extend(l.to_vec2::<f32>()?);
+            self.tokens.extend_from_slice(chunk);
+        }
+        Ok(rows)
+    }
+
+    /// Append one token and return the next-token logits.
+    pub fn step(&mut self, token: u32) -> Result<Vec<f32>> {
+        self.prefill(&[token])
+    }
+
+    /// Copy the cache (tokens, K/V) so it can be restored later or into another session.
+    pub fn snapshot(&self) -> Result<KvSnapshot> {
+        let n = self.kv.len;
+        let copy = |ts: &[Tensor]| -> Result<Vec<Tensor>> {
+            ts.iter()
+                .map(|t| Ok(t.narrow(1, 0, n)?.contiguous()?.copy()?))
+                .collect()
+        };
+        let (k, v) = if n == 0 {
+            (Vec::new(), Vec::new())
+        } else {
+            (copy(&self.kv.k)?, copy(&self.kv.v)?)
+        };
+        Ok(KvSnapshot {
+            model: self.model.fingerprint,
+            tokens: self.tokens.clone(),
+            k,
+            v,
+            last_logits: None,
+        })
+    }
+
+    /// Copy the cache and remember the given next-token logits with it.
+    pub fn snapshot_with_logits(&self, logits: Vec<f32>) -> Result<KvSnapshot> {
+        let mut s = self.snapshot()?;
+        s.last_logits = Some(logits);
+        Ok(s)
+    }
+
+    /// Replace the cache with a snapshot. When this session already holds the snapshot's
+    /// tokens as a prefix, it only rewinds (no copy).
+    pub fn restore(&mut self, snap: &KvSnapshot) -> Result<()> {
+        if snap.model != self.model.fingerprint {
+            return Err(LlamaError::State("snapshot was taken from a different model".into()));
+        }
+        let n = snap.tokens.len();
+        if self.tokens.len() >= n && self.tokens[..n] == snap.tokens[..] {
+            self.truncate(n);
+            return Ok(());
+        }
+        self.kv.len = 0;
+        self.tokens.clear();
+        if n == 0 {
+            return Ok(());
+        }
+        let cfg = self.model.cfg.clone();
+        self.kv.ensure_capacity(&cfg, n, &self.model.device)?;
+        for li in 0..self.kv.layers {
+            self.kv.k[li].slice_set(&snap.k[li], 1, 0)?;
+            self.kv.v[li].slice_set(&snap.v[li], 1, 0)?;
+        }
+        self.kv.len = n;
+        self.tokens.extend_from_slice(&snap.tokens);
+        Ok(())
+    }
+}
+
+/// Index of the largest logit.
+pub fn argmax(logits: &[f32]) -> u32 {
+    let mut best = 0usize;
+    for (i, &v) in logits.iter().enumerate() {
+        if v > logits[best] {
+            best = i;
+        }
+    }
+    best as u32
+}
+
+#[allow(dead_code)]
+pub(crate) fn last_dim_softmax(t: &Tensor) -> Result<Tensor> {
+    Ok(candle_nn::ops::softmax(t, D::Minus1)?)
+}

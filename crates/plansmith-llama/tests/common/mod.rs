@@ -1,0 +1,27 @@
+#![allow(dead_code)]
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use plansmith_llama::GgufBundle;
+
+pub fn gguf_path() -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../assets/smollm2.gguf");
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/assets.sh (from the workspace root) first",
+        p.display()
+    );
+    p
+}
+
+pub fn bundle() -> Arc<GgufBundle> {
+    static B: OnceLock<Arc<GgufBundle>> = OnceLock::new();
+    B.get_or_init(|| Arc::new(GgufBundle::load(gguf_path()).expect("load smollm2.gguf")))
+        .clone()
+}
+
+pub fn temp_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("plansmith-llama-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
