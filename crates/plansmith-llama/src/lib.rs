@@ -25,3 +25,9 @@ pub use prefix::{PrefixCache, PrefixKey, PrefixOutcome};
 pub mod bundle;
 
 pub use bundle::{greedy_generate, GgufBundle};
+pub mod bench;
+
+pub use bench::{bench_lm, BenchOptions, BenchReport, BenchRow};
+pub mod lora;
+
+pub use lora::{LoraConfig, LoraTarget, LoraTrainer, PeftAdapter};

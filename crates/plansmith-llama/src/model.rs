@@ -167,6 +167,35 @@ impl LlamaModel {
         })
     }
 
+    /// A randomly initialised model (tests, LoRA experiments).
+    pub fn random(cfg: LlamaConfig, seed: u64) -> Result<Self> {
+        let dev = Device::Cpu;
+        let mut rng = SplitMix(seed);
+        let (d, hd, nh, nkv, ff) = (cfg.hidden_size, cfg.head_dim, cfg.num_heads, cfg.num_kv_heads, cfg.intermediate_size);
+        let mut r = |shape: (usize, usize)| -> Result<Tensor> {
+            let std = (1.0 / shape.1 as f64).sqrt() as f32;
+            rng.normal_tensor(shape, std)
+        };
+        let ones = || Tensor::ones(d, DType::F32, &dev);
+        let mut blocks = Vec::new();
+        for _ in 0..cfg.num_layers {
+            blocks.push(Block {
+                attn_norm: ones()?,
+                wq: QMatMul::Tensor(r((nh * hd, d))?),
+                wk: QMatMul::Tensor(r((nkv * hd, d))?),
+                wv: QMatMul::Tensor(r((nkv * hd, d))?),
+                wo: QMatMul::Tensor(r((d, nh * hd))?),
+                ffn_norm: ones()?,
+                gate: QMatMul::Tensor(r((ff, d))?),
+                up: QMatMul::Tensor(r((ff, d))?),
+                down: QMatMul::Tensor(r((d, ff))?),
+            });
+        }
+        let embed = SplitMix(seed ^ 0xe).normal_tensor((cfg.vocab_size, d), 1.0)?;
+        let norm = ones()?;
+        Self::from_parts(cfg, embed, blocks, norm, None, seed ^ 0x5eed)
+    }
+
     /// Model configuration.
     pub fn config(&self) -> &LlamaConfig {
         &self.cfg
@@ -519,6 +548,44 @@ impl Session {
         self.kv.len = n;
         self.tokens.extend_from_slice(&snap.tokens);
         Ok(())
+    }
+}
+
+/// Small deterministic RNG (candle's CPU device cannot be seeded).
+pub(crate) struct SplitMix(pub u64);
+
+impl SplitMix {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    pub fn uniform(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    pub fn normal_tensor(&mut self, shape: (usize, usize), std: f32) -> Result<Tensor> {
+        let n = shape.0 * shape.1;
+        let mut v = Vec::with_capacity(n);
+        while v.len() < n {
+            let (u1, u2) = (self.uniform().max(1e-12), self.uniform());
+            let r = (-2.0 * u1.ln()).sqrt();
+            v.push((r * (2.0 * std::f64::consts::PI * u2).cos()) as f32 * std);
+            v.push((r * (2.0 * std::f64::consts::PI * u2).sin()) as f32 * std);
+        }
+        v.truncate(n);
+        Ok(Tensor::from_vec(v, shape, &Device::Cpu)?)
+    }
+
+    pub fn uniform_tensor(&mut self, shape: (usize, usize), bound: f32) -> Result<Tensor> {
+        let v: Vec<f32> = (0..shape.0 * shape.1)
+            .map(|_| ((self.uniform() * 2.0 - 1.0) as f32) * bound)
+            .collect();
+        Ok(Tensor::from_vec(v, shape, &Device::Cpu)?)
     }
 }
 

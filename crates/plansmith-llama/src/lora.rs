@@ -1,0 +1,392 @@
+//! LoRA adapters on the attention projections over a frozen, dequantized f32 base, trained
+//! with ops that carry gradients on CPU (explicit RMSNorm math, `rope_i_slow`,
+//! `ops::softmax`, plain matmul attention), saved in PEFT layout.
+//!
+//! GGUF stores `attn_q` / `attn_k` rows permuted for interleaved RoPE; adapters are trained in
+//! that layout and `lora_B` of q/k is un-permuted to the Hugging Face layout on save (and
+//! permuted back on load), so PEFT tooling sees ordinary `q_proj` / `k_proj` adapters.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use candle_core::quantized::QMatMul;
+use candle_core::{DType, Device, Tensor, Var, D};
+use candle_nn::{AdamW, Optimizer, ParamsAdamW};
+use serde::{Deserialize, Serialize};
+
+use crate::config::LlamaConfig;
+use crate::error::{LlamaError, Result};
+use crate::model::LlamaModel;
+
+/// Attention projection an adapter can target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum LoraTarget {
+    Q,
+    K,
+    V,
+    O,
+}
+
+impl LoraTarget {
+    /// PEFT / Hugging Face module name.
+    pub fn peft_name(self) -> &'static str {
+        match self {
+            Self::Q => "q_proj",
+            Self::K => "k_proj",
+            Self::V => "v_proj",
+            Self::O => "o_proj",
+        }
+    }
+
+    fn from_peft(s: &str) -> Option<Self> {
+        match s {
+            "q_proj" => Some(Self::Q),
+            "k_proj" => Some(Self::K),
+            "v_proj" => Some(Self::V),
+            "o_proj" => Some(Self::O),
+            _ => None,
+        }
+    }
+}
+
+/// LoRA hyper-parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoraConfig {
+    pub r: usize,
+    pub alpha: f64,
+    pub targets: Vec<LoraTarget>,
+}
+
+impl Default for LoraConfig {
+    fn default() -> Self {
+        Self {
+            r: 8,
+            alpha: 16.0,
+            targets: vec![LoraTarget::Q, LoraTarget::K, LoraTarget::V, LoraTarget::O],
+        }
+    }
+}
+
+impl LoraConfig {
+    fn scale(&self) -> f64 {
+        self.alpha / self.r as f64
+    }
+}
+
+fn dense(w: &QMatMul) -> Result<Tensor> {
+    Ok(match w {
+        QMatMul::QTensor(q) => q.dequantize(&Device::Cpu)?,
+        QMatMul::Tensor(t) => t.clone(),
+        QMatMul::TensorF16(t) => t.to_dtype(DType::F32)?,
+    })
+}
+
+struct DenseBlock {
+    attn_norm: Tensor,
+    w: [Tensor; 4], // q, k, v, o  ([out, in])
+    ffn_norm: Tensor,
+    gate: Tensor,
+    up: Tensor,
+    down: Tensor,
+}
+
+/// Frozen f32 copy of a model plus trainable LoRA matrices.
+pub struct LoraTrainer {
+    cfg: LlamaConfig,
+    lora: LoraConfig,
+    embed: Tensor,
+    blocks: Vec<DenseBlock>,
+    norm: Tensor,
+    output: Tensor,
+    cos: Tensor,
+    sin: Tensor,
+    /// (layer, target) -> (A [r, in], B [out, r]).
+    adapters: BTreeMap<(usize, LoraTarget), (Var, Var)>,
+    opt: AdamW,
+}
+
+fn rms_norm_explicit(x: &Tensor, w: &Tensor, eps: f64) -> Result<Tensor> {
+    let ms = x.sqr()?.mean_keepdim(D::Minus1)?;
+    Ok(x.broadcast_div(&(ms + eps)?.sqrt()?)?.broadcast_mul(w)?)
+}
+
+/// Row permutation GGUF -> HF for q/k: within each head, GGUF row `2i + s` is HF row
+/// `s * hd/2 + i`.
+fn gguf_to_hf_rows(t: &Tensor, n_heads: usize, head_dim: usize) -> Result<Tensor> {
+    let cols = t.dim(1)?;
+    Ok(t.reshape((n_heads, head_dim / 2, 2, cols))?
+        .transpose(1, 2)?
+        .contiguous()?
+        .reshape((n_heads * head_dim, cols))?)
+}
+
+fn hf_to_gguf_rows(t: &Tensor, n_heads: usize, head_dim: usize) -> Result<Tensor> {
+    let cols = t.dim(1)?;
+    Ok(t.reshape((n_heads, 2, head_dim / 2, cols))?
+        .transpose(1, 2)?
+        .contiguous()?
+        .reshape((n_heads * head_dim, cols))?)
+}
+
+impl LoraTrainer {
+    /// Dequantize `model` into a frozen f32 base and create adapters (A random, B zero, as PEFT).
+    pub fn new(model: &LlamaModel, lora: LoraConfig, lr: f64, seed: u64) -> Result<Self> {
+        let cfg = model.config().clone();
+        let dev = Device::Cpu;
+        let mut blocks = Vec::new();
+        for b in model.blocks() {
+            blocks.push(DenseBlock {
+                attn_norm: b.attn_norm.clone(),
+                w: [dense(&b.wq)?, dense(&b.wk)?, dense(&b.wv)?, dense(&b.wo)?],
+                ffn_norm: b.ffn_norm.clone(),
+                gate: dense(&b.gate)?,
+                up: dense(&b.up)?,
+                down: dense(&b.down)?,
+            });
+        }
+        let (cos, sin) = crate::model::rope_tables(&cfg, &dev)?;
+        let mut rng = crate::model::SplitMix(seed);
+        let mut adapters = BTreeMap::new();
+        let mut vars = Vec::new();
+        for (li, b) in blocks.iter().enumerate() {
+            for &t in &lora.targets {
+                let w = &b.w[t as usize];
+                let (out, inp) = w.dims2()?;
+                let bound = 1.0 / (inp as f64).sqrt();
+                let a = Var::from_tensor(&rng.uniform_tensor((lora.r, inp), bound as f32)?)?;
+                let bm = Var::from_tensor(&Tensor::zeros((out, lora.r), DType::F32, &dev)?)?;
+                vars.push(a.clone());
+                vars.push(bm.clone());
+                adapters.insert((li, t), (a, bm));
+            }
+        }
+        let opt = AdamW::new(
+            vars,
+            ParamsAdamW {
+                lr,
+                weight_decay: 0.0,
+                ..Default::default()
+            },
+        )?;
+        Ok(Self {
+            embed: model.embed_dense()?,
+            norm: model.norm_weight().clone(),
+            output: model.output_dense()?,
+            cfg,
+            lora,
+            blocks,
+            cos,
+            sin,
+            adapters,
+            opt,
+        })
+    }
+
+    /// All trainable variables with their PEFT-style names.
+    pub fn named_vars(&self) -> Vec<(String, Var)> {
+        let mut v = Vec::new();
+        for ((li, t), (a, b)) in &self.adapters {
+            let p = format!("base_model.model.model.layers.{li}.self_attn.{}", t.peft_name());
+            v.push((format!("{p}.lora_A.weight"), a.clone()));
+            v.push((format!("{p}.lora_B.weight"), b.clone()));
+        }
+        v
+    }
+
+    fn proj(&self, li: usize, t: LoraTarget, x: &Tensor) -> Result<Tensor> {
+        let w = &self.blocks[li].w[t as usize];
+        let y = x.matmul(&w.t()?)?;
+        match self.adapters.get(&(li, t)) {
+            Some((a, b)) => {
+                let d = x.matmul(&a.as_tensor().t()?)?.matmul(&b.as_tensor().t()?)?;
+                Ok((y + (d * self.lora.scale())?)?)
+            }
+            None => Ok(y),
+        }
+    }
+
+    /// Logits `[len, vocab]` for a sequence starting at position 0 (differentiable).
+    pub fn forward(&self, tokens: &[u32]) -> Result<Tensor> {
+        let cfg = &self.cfg;
+        let l = tokens.len();
+        if l == 0 || l > cfg.max_position {
+            return Err(LlamaError::ContextOverflow {
+                needed: l,
+                max: cfg.max_position,
+            });
+        }
+        let dev = Device::Cpu;
+        let (nh, nkv, hd) = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim);
+        let group = nh / nkv;
+        let ids = Tensor::new(tokens, &dev)?;
+        let mut x = self.embed.embedding(&ids)?;
+        let mut m = vec![0f32; l * l];
+        for i in 0..l {
+            for j in (i + 1)..l {
+                m[i * l + j] = f32::NEG_INFINITY;
+            }
+        }
+        let mask = Tensor::from_vec(m, (l, l), &dev)?;
+        let scale = 1.0 / (hd as f64).sqrt();
+        for (li, b) in self.blocks.iter().enumerate() {
+            let h = rms_norm_explicit(&x, &b.attn_norm, cfg.rms_eps)?;
+            let q = self.proj(li, LoraTarget::Q, &h)?;
+            let k = self.proj(li, LoraTarget::K, &h)?;
+            let v = self.proj(li, LoraTarget::V, &h)?;
+            let q = q.reshape((1, l, nh, hd))?.transpose(1, 2)?.contiguous()?;
+            let k = k.reshape((1, l, nkv, hd))?.transpose(1, 2)?.contiguous()?;
+            let q = candle_nn::rotary_emb::rope_i_slow(&q, &self.cos, &self.sin)?;
+            let k = candle_nn::rotary_emb::rope_i_slow(&k, &self.cos, &self.sin)?;
+            let q = (q.reshape((nkv, group * l, hd))? * scale)?;
+            let k = k.reshape((nkv, l, hd))?;
+            let v = v.reshape((l, nkv, hd))?.transpose(0, 1)?.contiguous()?;
+            let att = q.matmul(&k.t()?)?;
+            let att = att
+                .reshape((nkv, group, l, l))?
+                .broadcast_add(&mask)?
+                .reshape((nkv, group * l, l))?;
+            let att = candle_nn::ops::softmax(&att, D::Minus1)?;
+            let y = att
+                .matmul(&v)?
+                .reshape((nh, l, hd))?
+                .transpose(0, 1)?
+                .contiguous()?
+                .reshape((l, nh * hd))?;
+            let y = self.proj(li, LoraTarget::O, &y)?;
+            x = (x + y)?;
+            let h = rms_norm_explicit(&x, &b.ffn_norm, cfg.rms_eps)?;
+            let g = h.matmul(&b.gate.t()?)?;
+            let u = h.matmul(&b.up.t()?)?;
+            let f = ((g.clone() * candle_nn::ops::sigmoid(&g)?)? * u)?;
+            x = (x + f.matmul(&b.down.t()?)?)?;
+        }
+        let x = rms_norm_explicit(&x, &self.norm, cfg.rms_eps)?;
+        Ok(x.matmul(&self.output.t()?)?)
+    }
+
+    /// Mean next-token cross-entropy over completion positions (`tokens[prompt_len..]`).
+    pub fn loss(&self, tokens: &[u32], prompt_len: usize) -> Result<Tensor> {
+        if prompt_len == 0 || prompt_len >= tokens.len() {
+            return Err(LlamaError::State(format!(
+                "prompt_len {prompt_len} must be in 1..{}",
+                tokens.len()
+            )));
+        }
+        let logits = self.forward(&tokens[..tokens.len() - 1])?;
+        let start = prompt_len - 1;
+        let n = tokens.len() - prompt_len;
+        let pred = logits.narrow(0, start, n)?;
+        let target = Tensor::new(&tokens[prompt_len..], &Device::Cpu)?;
+        Ok(candle_nn::loss::cross_entropy(&pred, &target)?)
+    }
+
+    /// One optimizer step on one example; returns the loss before the step.
+    pub fn train_step(&mut self, tokens: &[u32], prompt_len: usize) -> Result<f32> {
+        let loss = self.loss(tokens, prompt_len)?;
+        self.opt.backward_step(&loss)?;
+        Ok(loss.to_scalar::<f32>()?)
+    }
+
+    /// Save in PEFT layout: `adapter_config.json` + `adapter_model.safetensors`.
+    pub fn save_peft(&self, dir: &Path, base_model: &str) -> Result<()> {
+        let io = |path: &Path, source| LlamaError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+        let mut tensors: Vec<(String, Tensor)> = Vec::new();
+        for ((li, t), (a, b)) in &self.adapters {
+            let p = format!("base_model.model.model.layers.{li}.self_attn.{}", t.peft_name());
+            let bt = match t {
+                LoraTarget::Q => gguf_to_hf_rows(b.as_tensor(), self.cfg.num_heads, self.cfg.head_dim)?,
+                LoraTarget::K => gguf_to_hf_rows(b.as_tensor(), self.cfg.num_kv_heads, self.cfg.head_dim)?,
+                _ => b.as_tensor().clone(),
+            };
+            tensors.push((format!("{p}.lora_A.weight"), a.as_tensor().clone()));
+            tensors.push((format!("{p}.lora_B.weight"), bt));
+        }
+        let st = dir.join("adapter_model.safetensors");
+        let tmp = dir.join(".adapter_model.safetensors.tmp");
+        candle_core::safetensors::save(&tensors.into_iter().collect(), &tmp)?;
+        std::fs::rename(&tmp, &st).map_err(|e| io(&st, e))?;
+        let config = serde_json::json!({
+            "peft_type": "LORA",
+            "task_type": "CAUSAL_LM",
+            "base_model_name_or_path": base_model,
+            "r": self.lora.r,
+            "lora_alpha": self.lora.alpha,
+            "lora_dropout": 0.0,
+            "bias": "none",
+            "fan_in_fan_out": false,
+            "inference_mode": true,
+            "target_modules": self.lora.targets.iter().map(|t| t.peft_name()).collect::<Vec<_>>(),
+        });
+        let cp = dir.join("adapter_config.json");
+        std::fs::write(&cp, serde_json::to_vec_pretty(&config).unwrap_or_default()).map_err(|e| io(&cp, e))?;
+        Ok(())
+    }
+}
+
+/// A PEFT adapter read back from disk (B of q/k permuted back to GGUF layout).
+#[derive(Debug)]
+pub struct PeftAdapter {
+    pub config: LoraConfig,
+    /// (layer, target) -> (A [r, in], B [out, r]) in GGUF layout.
+    pub weights: BTreeMap<(usize, LoraTarget), (Tensor, Tensor)>,
+}
+
+impl PeftAdapter {
+    /// Load `adapter_config.json` + `adapter_model.safetensors` for a model config.
+    pub fn load(dir: &Path, cfg: &LlamaConfig) -> Result<Self> {
+        let cp = dir.join("adapter_config.json");
+        let text = std::fs::read_to_string(&cp).map_err(|source| LlamaError::Io { path: cp.clone(), source })?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).map_err(|source| LlamaError::Json { path: cp.clone(), source })?;
+        let r = v["r"].as_u64().ok_or_else(|| LlamaError::State(format!("{}: missing `r`", cp.display())))? as usize;
+        let alpha = v["lora_alpha"].as_f64().unwrap_or(r as f64);
+        let targets: Vec<LoraTarget> = v["target_modules"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|s| s.as_str().and_then(LoraTarget::from_peft)).collect())
+            .unwrap_or_default();
+        let st = dir.join("adapter_model.safetensors");
+        let tensors = candle_core::safetensors::load(&st, &Device::Cpu)?;
+        let mut weights = BTreeMap::new();
+        for li in 0..cfg.num_layers {
+            for &t in &targets {
+                let p = format!("base_model.model.model.layers.{li}.self_attn.{}", t.peft_name());
+                let get = |n: &str| {
+                    tensors.get(n).cloned().ok_or_else(|| {
+                        LlamaError::State(format!("{}: missing tensor `{n}`", st.display()))
+                    })
+                };
+                let a = get(&format!("{p}.lora_A.weight"))?;
+                let b = get(&format!("{p}.lora_B.weight"))?;
+                let b = match t {
+                    LoraTarget::Q => hf_to_gguf_rows(&b, cfg.num_heads, cfg.head_dim)?,
+                    LoraTarget::K => hf_to_gguf_rows(&b, cfg.num_kv_heads, cfg.head_dim)?,
+                    _ => b,
+                };
+                weights.insert((li, t), (a, b));
+            }
+        }
+        Ok(Self {
+            config: LoraConfig { r, alpha, targets },
+            weights,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_permutation_round_trips() {
+        let t = Tensor::arange(0f32, 48.0, &Device::Cpu).unwrap().reshape((12, 4)).unwrap();
+        let hf = gguf_to_hf_rows(&t, 3, 4).unwrap();
+        let back = hf_to_gguf_rows(&hf, 3, 4).unwrap();
+        assert_eq!(t.to_vec2::<f32>().unwrap(), back.to_vec2::<f32>().unwrap());
+        // GGUF row 1 (pair 0, second element) is HF row 2 (second half, index 0).
+        assert_eq!(hf.to_vec2::<f32>().unwrap()[2], t.to_vec2::<f32>().unwrap()[1]);
+    }
+}
