@@ -2,6 +2,7 @@
 //! arguments and turns errors into `error: ...` with exit code 2.
 
 mod cmd;
+mod progress;
 
 use std::process::ExitCode;
 
@@ -30,6 +31,20 @@ enum Command {
     Catalog(cmd::catalog::CatalogCommand),
     /// Check a plan against a catalog: exit 0 if valid, 1 with the list of violations if not.
     Validate(cmd::validate::ValidateArgs),
+    /// Plan requests with a planner (the embedded default unless --planner is given).
+    Plan(cmd::plan::PlanArgs),
+    /// Train a tiny planner from traces: SFT, floor calibration, test report.
+    Train(cmd::train::TrainArgs),
+    /// Evaluate planners.
+    #[command(subcommand)]
+    Eval(cmd::eval::EvalCommand),
+    /// Generate, augment, import and export training data.
+    #[command(subcommand)]
+    Data(cmd::data::DataCommand),
+    /// Print the constraint grammar (llguidance Lark) for a catalog.
+    Grammar(cmd::grammar::GrammarArgs),
+    /// Convert a plan between syntaxes, or to legacy executor tags.
+    Render(cmd::render::RenderArgs),
 }
 
 /// Exit codes: 0 success, 1 "checked and found wanting" (e.g. an invalid plan), 2 bad input.
@@ -43,6 +58,12 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Catalog(c) => cmd::catalog::run(c),
         Command::Validate(a) => cmd::validate::run(a),
+        Command::Plan(a) => cmd::plan::run(a),
+        Command::Train(a) => cmd::train::run(a),
+        Command::Eval(c) => cmd::eval::run(c),
+        Command::Data(c) => cmd::data::run(c),
+        Command::Grammar(a) => cmd::grammar::run(a),
+        Command::Render(a) => cmd::render::run(a),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -1,0 +1,133 @@
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Subcommand;
+use plansmith_core::trace::{read_traces, write_atomic};
+use plansmith_data::{AugmentConfig, PaceConfig};
+
+use crate::Outcome;
+
+#[derive(Subcommand)]
+pub enum DataCommand {
+    /// Generate the Pace voice-companion dataset: train/calibration/test splits, an optional
+    /// held-out verb, and stats.json.
+    Pace {
+        #[arg(long)]
+        out: PathBuf,
+        /// Training traces (calibration gets N/10, test 2N/15).
+        #[arg(long, default_value_t = 6000)]
+        n: usize,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// A verb kept out of train/calibration/test and written to heldout_verb.jsonl.
+        #[arg(long)]
+        holdout_verb: Option<String>,
+    },
+    /// Tools-in-prompt augmentation: renamed tools and parameters, shuffled catalogs,
+    /// distractors, removed tools, plus synthetic tool families.
+    Augment {
+        /// Input traces (JSONL).
+        #[arg(long)]
+        data: PathBuf,
+        /// Catalog for traces without their own `tools`.
+        #[arg(long)]
+        tools: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+        /// Augmented variants per input trace.
+        #[arg(long, default_value_t = 1)]
+        copies: usize,
+        /// Synthetic traces from non-Pace tool families to add.
+        #[arg(long, default_value_t = 0)]
+        synthetic: usize,
+        /// Keep the original traces too.
+        #[arg(long)]
+        keep_original: bool,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
+    /// Import xLAM, OpenAI chat fine-tuning or BFCL files as traces (JSONL on stdout or --out).
+    Import {
+        /// xlam, openai or bfcl.
+        #[arg(long)]
+        format: plansmith_data::ImportFormat,
+        file: PathBuf,
+        /// BFCL possible-answer file.
+        #[arg(long)]
+        answers: Option<PathBuf>,
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Fail on the first malformed record instead of skipping it.
+        #[arg(long)]
+        strict: bool,
+    },
+    /// Export traces as OpenAI chat fine-tuning JSONL, TRL SFT messages, or xLAM records.
+    Export {
+        /// openai, trl or xlam.
+        #[arg(long)]
+        format: plansmith_data::ExportFormat,
+        #[arg(long)]
+        data: PathBuf,
+        /// Catalog for traces without their own `tools`.
+        #[arg(long)]
+        tools: Option<PathBuf>,
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+}
+
+fn emit(out: Option<PathBuf>, text: &str) -> anyhow::Result<()> {
+    match out {
+        Some(path) => write_atomic(&path, text.as_bytes()).with_context(|| format!("writing {}", path.display())),
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+    }
+}
+
+pub fn run(command: DataCommand) -> anyhow::Result<Outcome> {
+    match command {
+        DataCommand::Pace { out, n, seed, holdout_verb } => {
+            let mut cfg = PaceConfig::with_n(n);
+            cfg.seed = seed;
+            cfg.holdout_verb = holdout_verb;
+            let stats = plansmith_data::run_pace(&out, &cfg)?;
+            let stats = serde_json::to_value(&stats)?;
+            println!("wrote {} (train/calibration/test/heldout_verb.jsonl, stats.json)", out.display());
+            for key in ["splits", "per_verb", "unique_templates", "unique_skeletons"] {
+                if let Some(v) = stats.get(key) {
+                    println!("{key}: {v}");
+                }
+            }
+        }
+        DataCommand::Augment { data, tools, out, copies, synthetic, keep_original, seed } => {
+            let catalog = super::catalog::load(&tools)?;
+            let traces = read_traces(&data)?;
+            let cfg = AugmentConfig { seed, copies, ..AugmentConfig::default() };
+            let (mut augmented, stats) = plansmith_data::augment_traces(&traces, Some(&catalog), &cfg)?;
+            if synthetic > 0 {
+                augmented.extend(plansmith_data::synthetic_traces(synthetic, seed)?);
+            }
+            if keep_original {
+                augmented.extend(traces);
+            }
+            emit(Some(out.clone()), &plansmith_data::pace::traces_to_jsonl(&augmented))?;
+            eprintln!("wrote {} traces to {} ({})", augmented.len(), out.display(), serde_json::to_string(&stats)?);
+        }
+        DataCommand::Import { format, file, answers, out, strict } => {
+            let imported = plansmith_data::import_traces(format, &file, answers.as_deref(), strict)?;
+            for e in &imported.skipped {
+                eprintln!("skipped {e}");
+            }
+            eprintln!("imported {} traces, skipped {} malformed records", imported.items.len(), imported.skipped_count());
+            emit(out, &plansmith_data::pace::traces_to_jsonl(&imported.items))?;
+        }
+        DataCommand::Export { format, data, tools, out } => {
+            let catalog = tools.as_ref().map(super::catalog::load).transpose()?;
+            let traces = read_traces(&data)?;
+            emit(out, &plansmith_data::export_traces(format, &traces, catalog.as_ref(), None)?)?;
+        }
+    }
+    Ok(Outcome::Ok)
+}

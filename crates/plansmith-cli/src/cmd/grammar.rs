@@ -1,0 +1,45 @@
+use std::path::PathBuf;
+
+use clap::Args;
+use plansmith_core::{Policy, Syntax};
+use plansmith_grammar::{grammar_text, Options, Request, ToolChoice};
+
+use crate::Outcome;
+
+#[derive(Args)]
+pub struct GrammarArgs {
+    #[arg(long)]
+    tools: PathBuf,
+    /// dsl, envelope, openai or json.
+    #[arg(long, default_value = "dsl")]
+    syntax: Syntax,
+    /// The request whose spans copied values must come from.
+    #[arg(long)]
+    request: Option<String>,
+    /// none, auto, required, or a tool name.
+    #[arg(long, default_value = "auto")]
+    tool_choice: ToolChoice,
+    /// Most calls per plan.
+    #[arg(long, default_value_t = 4)]
+    max_calls: usize,
+    /// Copy policy: free (every free string must be a span of the request) or none.
+    /// Default: free for the DSL, none otherwise.
+    #[arg(long)]
+    copy: Option<String>,
+}
+
+pub fn run(args: GrammarArgs) -> anyhow::Result<Outcome> {
+    let catalog = super::catalog::load(&args.tools)?;
+    let mut options = Options::new(args.syntax);
+    options.tool_choice = args.tool_choice;
+    options.max_calls = args.max_calls;
+    match args.copy.as_deref() {
+        None => {}
+        Some("free") => options.policy = Policy::copy_free_strings(),
+        Some("none") => options.policy = Policy::default(),
+        Some(other) => anyhow::bail!("unknown --copy `{other}` (expected free or none)"),
+    }
+    let request = Request::new(args.request.unwrap_or_default());
+    print!("{}", grammar_text(&catalog, &options, &request)?);
+    Ok(Outcome::Ok)
+}

@@ -1,0 +1,95 @@
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use plansmith_planner::{PlanRequest, Planner};
+use serde_json::json;
+
+use crate::Outcome;
+
+/// Flags shared by every command that runs a planner.
+#[derive(Args, Clone)]
+pub struct PlannerArgs {
+    /// Planner directory (default: the planner embedded in this binary).
+    #[arg(long)]
+    pub planner: Option<PathBuf>,
+    /// Escalation teacher: traces:FILE, cmd:COMMAND (JSON lines) or openai:URL#MODEL
+    /// (API key from PLANSMITH_TEACHER_API_KEY).
+    #[arg(long)]
+    pub teacher: Option<String>,
+    /// Teacher timeout in seconds.
+    #[arg(long, default_value_t = 30)]
+    pub teacher_timeout: u64,
+    /// Append every escalation the teacher answered to this JSONL file (fsynced).
+    #[arg(long)]
+    pub harvest: Option<PathBuf>,
+    /// Override the planner's calibrated confidence floor.
+    #[arg(long, allow_hyphen_values = true)]
+    pub floor: Option<f32>,
+}
+
+pub fn load_planner(args: &PlannerArgs) -> anyhow::Result<Planner> {
+    let mut planner = match &args.planner {
+        Some(dir) => Planner::load(dir)?,
+        None => plansmith_planner::default_planner()?,
+    };
+    if let Some(f) = args.floor {
+        planner.set_floor(f);
+    }
+    if let Some(spec) = &args.teacher {
+        planner = planner.with_teacher(plansmith_planner::teacher::from_spec(spec, Duration::from_secs(args.teacher_timeout))?);
+    }
+    if let Some(path) = &args.harvest {
+        planner = planner.with_harvest(path)?;
+    }
+    Ok(planner)
+}
+
+#[derive(Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    planner: PlannerArgs,
+    /// Catalog to plan against (default: the planner's own). Needs a tools-in-prompt planner
+    /// to be used for anything beyond its training catalog.
+    #[arg(long)]
+    tools: Option<PathBuf>,
+    /// none, auto, required, or a tool name.
+    #[arg(long, default_value = "auto")]
+    tool_choice: plansmith_grammar::ToolChoice,
+    /// One JSON object per request: {"calls", "confidence", "escalated", "source", ...}.
+    #[arg(long)]
+    json: bool,
+    /// Requests to plan.
+    #[arg(required = true)]
+    requests: Vec<String>,
+}
+
+pub fn run(args: PlanArgs) -> anyhow::Result<Outcome> {
+    let planner = load_planner(&args.planner)?;
+    let catalog = args.tools.as_ref().map(super::catalog::load).transpose()?.map(Arc::new);
+    for request in &args.requests {
+        let req = PlanRequest { catalog: catalog.clone(), tool_choice: args.tool_choice.clone(), ..PlanRequest::new(request) };
+        let o = planner.plan_request(&req)?;
+        if args.json {
+            println!(
+                "{}",
+                json!({"request": request, "calls": o.calls, "spoken_text": o.spoken_text, "confidence": o.confidence,
+                       "escalated": o.escalated, "source": o.source, "reason": o.reason,
+                       "latency_ms": o.latency.as_secs_f64() * 1e3})
+            );
+        } else {
+            let plan = plansmith_core::Plan { calls: o.calls.clone(), spoken_text: None };
+            let shown = if o.calls.is_empty() { "(no call)".to_string() } else { plansmith_core::Syntax::Dsl.render(&plan).trim_end().to_string() };
+            println!("{request}\n  -> {shown}");
+            println!(
+                "     confidence {:.3}, source {:?}{}, {:.1} ms",
+                o.confidence,
+                o.source,
+                o.reason.as_deref().map(|r| format!(", escalated: {r}")).unwrap_or_default(),
+                o.latency.as_secs_f64() * 1e3
+            );
+        }
+    }
+    Ok(Outcome::Ok)
+}

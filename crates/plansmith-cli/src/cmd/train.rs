@@ -1,0 +1,160 @@
+use std::path::PathBuf;
+
+use clap::Args;
+use plansmith_core::trace::read_traces;
+use plansmith_core::{Policy, Syntax};
+use plansmith_lm::{PosEncoding, Progress, TinyGptConfig, TrainConfig};
+use plansmith_planner::train::{split, train_planner, Splits, TrainSpec};
+use plansmith_planner::{ConfidenceMode, PlannerSettings};
+
+use crate::Outcome;
+
+#[derive(Args)]
+pub struct TrainArgs {
+    /// Training traces (JSONL); repeat to combine, e.g. --data train.jsonl --data harvest.jsonl.
+    #[arg(long, required = true)]
+    data: Vec<PathBuf>,
+    /// The catalog the planner plans against (traces may carry their own `tools`).
+    #[arg(long)]
+    tools: PathBuf,
+    /// Output planner directory (written atomically).
+    #[arg(long)]
+    out: PathBuf,
+    /// Calibration traces for the confidence floor (default: 10% split off --data).
+    #[arg(long)]
+    calibration: Option<PathBuf>,
+    /// Test traces for the report (default: 10% split off --data).
+    #[arg(long)]
+    test: Option<PathBuf>,
+    /// Put the catalog's compact line in the prompt, so the planner reads tools at run time.
+    #[arg(long)]
+    tools_in_prompt: bool,
+    /// Output syntax the model learns: dsl or envelope.
+    #[arg(long, default_value = "dsl")]
+    syntax: Syntax,
+    #[arg(long, default_value_t = 12)]
+    epochs: usize,
+    #[arg(long, default_value_t = 96)]
+    d_model: usize,
+    #[arg(long, default_value_t = 3)]
+    layers: usize,
+    #[arg(long, default_value_t = 4)]
+    heads: usize,
+    /// Context length in characters (prompt + completion).
+    #[arg(long, default_value_t = 192)]
+    block: usize,
+    /// Position encoding: rope or learned.
+    #[arg(long, default_value = "rope")]
+    pos: String,
+    #[arg(long, default_value_t = 32)]
+    batch_size: usize,
+    #[arg(long, default_value_t = 3e-3)]
+    lr: f64,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Precision the floor must reach on calibration (1.0 = no wrong plan accepted).
+    #[arg(long, default_value_t = 1.0)]
+    target_precision: f64,
+    /// Confidence counts only tokens the model chose (chosen) or forced ones too (all).
+    #[arg(long, default_value = "chosen")]
+    confidence: String,
+    /// Print the final report as JSON.
+    #[arg(long)]
+    json: bool,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
+    let catalog = super::catalog::load(&args.tools)?;
+    let mut traces = Vec::new();
+    for path in &args.data {
+        traces.extend(read_traces(path)?);
+    }
+    let splits = match (&args.calibration, &args.test) {
+        (None, None) => split(traces, 0.1, 0.1, args.seed),
+        (cal, test) => Splits {
+            train: traces,
+            calibration: cal.as_ref().map(read_traces).transpose()?.unwrap_or_default(),
+            test: test.as_ref().map(read_traces).transpose()?.unwrap_or_default(),
+        },
+    };
+    let pos = match args.pos.as_str() {
+        "rope" => PosEncoding::Rope,
+        "learned" => PosEncoding::Learned,
+        other => anyhow::bail!("unknown --pos `{other}` (expected rope or learned)"),
+    };
+    let confidence = match args.confidence.as_str() {
+        "chosen" => ConfidenceMode::ChosenTokens,
+        "all" => ConfidenceMode::AllTokens,
+        other => anyhow::bail!("unknown --confidence `{other}` (expected chosen or all)"),
+    };
+    let policy = if args.syntax == Syntax::Dsl { Policy::copy_free_strings() } else { Policy::default() };
+    let spec = TrainSpec {
+        model: TinyGptConfig {
+            d_model: args.d_model,
+            n_layer: args.layers,
+            n_head: args.heads,
+            block: args.block,
+            pos,
+            ..TinyGptConfig::default()
+        },
+        train: TrainConfig { epochs: args.epochs, batch_size: args.batch_size, lr: args.lr, seed: args.seed, ..TrainConfig::default() },
+        settings: PlannerSettings {
+            syntax: args.syntax,
+            policy,
+            tools_in_prompt: args.tools_in_prompt,
+            conf_floor: f32::MIN,
+            confidence,
+            max_calls: 4,
+        },
+        target_precision: args.target_precision,
+    };
+    if !args.quiet {
+        eprintln!(
+            "training on {} traces (calibration {}, test {})",
+            splits.train.len(),
+            splits.calibration.len(),
+            splits.test.len()
+        );
+    }
+    let bar = (!args.quiet).then(|| crate::progress::bar(0, "evaluating"));
+    let trained = train_planner(
+        &splits,
+        catalog,
+        &spec,
+        if args.quiet { Progress::Hidden } else { Progress::Bar },
+        |stage, done, total| {
+            if let Some(b) = &bar {
+                b.set_length(total as u64);
+                b.set_position(done as u64);
+                b.set_message(stage.to_string());
+            }
+        },
+    )?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    trained.planner.save(&args.out)?;
+    let meta = &trained.planner.meta;
+    let report = serde_json::json!({
+        "out": args.out,
+        "conf_floor": trained.planner.settings.conf_floor,
+        "calibration": meta.calibration,
+        "test": meta.test,
+        "train": trained.report,
+    });
+    if args.json {
+        println!("{report}");
+    } else {
+        println!("saved planner to {}", args.out.display());
+        println!(
+            "trained {} steps in {:.0}s ({:.0} chars/s), final loss {:.4}",
+            trained.report.steps, trained.report.seconds, trained.report.chars_per_sec, trained.report.final_loss
+        );
+        println!("confidence floor {:.4}", trained.planner.settings.conf_floor);
+        crate::cmd::eval::print_gate_table(&[("calibration", meta.calibration.as_ref()), ("test", meta.test.as_ref())]);
+    }
+    Ok(Outcome::Ok)
+}

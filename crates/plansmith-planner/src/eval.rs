@@ -1,0 +1,157 @@
+//! Evaluating a planner on traces: agreement, coverage, silent-wrong, and the same without
+//! the grammar for comparison.
+
+use plansmith_core::{Catalog, Plan, Trace};
+use plansmith_lm::Sampler;
+use serde::{Deserialize, Serialize};
+
+use crate::calibrate::{coverage_curve, gate_metrics, GateMetrics, Scored};
+use crate::planner::{ConfidenceMode, Decoded, PlanRequest, Planner};
+use crate::PlannerError;
+
+/// A trace turned into an evaluation item: the request, the reference plan, and the catalog
+/// it is planned against (the trace's own `tools`, else the planner's).
+pub struct Item {
+    pub request: String,
+    pub gold: Plan,
+    pub catalog: Option<std::sync::Arc<Catalog>>,
+}
+
+pub fn items(traces: &[Trace]) -> Result<Vec<Item>, PlannerError> {
+    traces
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let catalog = match &t.tools {
+                None => None,
+                Some(v) => Some(std::sync::Arc::new(
+                    Catalog::from_value(v).map_err(|e| PlannerError::Data(format!("trace {}: tools: {e}", i + 1)))?,
+                )),
+            };
+            Ok(Item { request: t.request.clone(), gold: t.plan(), catalog })
+        })
+        .collect()
+}
+
+/// Plans are compared on calls (names and typed arguments, in order); spoken text is free.
+pub fn same_calls(planner: &Planner, catalog: &Catalog, a: &Plan, gold: &Plan) -> bool {
+    let gold = plansmith_core::validate::type_values(gold, catalog);
+    let _ = planner;
+    a.calls == gold.calls
+}
+
+/// One item's constrained decode and verdict.
+pub struct Judged {
+    pub decoded: Decoded,
+    pub correct: bool,
+}
+
+pub fn judge(planner: &Planner, item: &Item) -> Result<Judged, PlannerError> {
+    let mut req = PlanRequest::new(item.request.clone());
+    req.catalog = item.catalog.clone();
+    let decoded = planner.decode(&req)?;
+    let catalog = item.catalog.as_deref().unwrap_or(&planner.catalog);
+    let correct = decoded.is_valid() && decoded.plan.as_ref().is_some_and(|p| same_calls(planner, catalog, p, &item.gold));
+    Ok(Judged { decoded, correct })
+}
+
+pub fn scored(judged: &[Judged], mode: ConfidenceMode) -> Vec<Scored> {
+    judged
+        .iter()
+        .map(|j| Scored { confidence: j.decoded.confidence(mode), correct: j.correct, valid: j.decoded.is_valid() })
+        .collect()
+}
+
+/// What the grammar buys: the same model decoding freely.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FreeMetrics {
+    pub agreement: f64,
+    /// Share of free outputs that parse and validate.
+    pub valid: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EvalSummary {
+    pub n: usize,
+    pub agreement: f64,
+    pub coverage: f64,
+    pub silent_wrong: usize,
+    pub escalation_rate: f64,
+    pub invalid_emitted: usize,
+    pub precision: f64,
+    pub conf_floor: f32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub free: Option<FreeMetrics>,
+    /// Gate metrics at the floor refitted on this data per confidence mode (diagnostic: how
+    /// well each mode separates right from wrong here).
+    pub by_mode: Vec<(ConfidenceMode, GateMetrics)>,
+    pub p50_latency_ms: f64,
+}
+
+pub fn evaluate(
+    planner: &Planner,
+    items: &[Item],
+    with_free: bool,
+    mut progress: impl FnMut(usize, usize),
+) -> Result<(EvalSummary, Vec<Judged>), PlannerError> {
+    let mut judged = Vec::with_capacity(items.len());
+    let mut latencies = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let t = std::time::Instant::now();
+        judged.push(judge(planner, item)?);
+        latencies.push(t.elapsed().as_secs_f64() * 1e3);
+        progress(i + 1, items.len());
+    }
+    let mode = planner.settings.confidence;
+    let floor = planner.settings.conf_floor;
+    let m = gate_metrics(&scored(&judged, mode), floor);
+    let by_mode = [ConfidenceMode::AllTokens, ConfidenceMode::ChosenTokens]
+        .into_iter()
+        .map(|mode| {
+            let s = scored(&judged, mode);
+            (mode, gate_metrics(&s, crate::calibrate::fit_floor(&s, 1.0)))
+        })
+        .collect();
+    let free = if with_free {
+        let mut sampler = Sampler::greedy();
+        let (mut ok, mut valid) = (0usize, 0usize);
+        for item in items {
+            let d = planner.decode_free(&item.request, item.catalog.as_deref(), &mut sampler)?;
+            let catalog = item.catalog.as_deref().unwrap_or(&planner.catalog);
+            if d.is_valid() {
+                valid += 1;
+                if d.plan.as_ref().is_some_and(|p| same_calls(planner, catalog, p, &item.gold)) {
+                    ok += 1;
+                }
+            }
+        }
+        let n = items.len().max(1) as f64;
+        Some(FreeMetrics { agreement: ok as f64 / n, valid: valid as f64 / n })
+    } else {
+        None
+    };
+    latencies.sort_by(f64::total_cmp);
+    let p50 = latencies.get(latencies.len() / 2).copied().unwrap_or(0.0);
+    Ok((
+        EvalSummary {
+            n: m.n,
+            agreement: m.agreement,
+            coverage: m.coverage,
+            silent_wrong: m.silent_wrong,
+            escalation_rate: m.escalation_rate,
+            invalid_emitted: m.invalid_emitted,
+            precision: m.precision,
+            conf_floor: floor,
+            free,
+            by_mode,
+            p50_latency_ms: p50,
+        },
+        judged,
+    ))
+}
+
+/// The coverage/precision curve of a judged run as SVG.
+pub fn curve_svg(planner: &Planner, judged: &[Judged], title: &str) -> String {
+    let s = scored(judged, planner.settings.confidence);
+    crate::calibrate::curve_svg(&coverage_curve(&s), planner.settings.conf_floor, title)
+}

@@ -1,0 +1,608 @@
+//! The planner: constrained greedy decoding of a tiny LM, then parse, validate and gate.
+//! Only verified plans leave: anything below the floor, dead-ended or invalid escalates.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use plansmith_core::trace::TraceWriter;
+use plansmith_core::validate::PlanValidator;
+use plansmith_core::{Call, Catalog, Plan, Policy, Syntax, Trace, TraceSource};
+use plansmith_grammar::{Engine, Options, Request, TokEnv, ToolChoice};
+use plansmith_lm::{AnyCodec, Codec, KvCache, Sampler, TinyGpt};
+use serde::{Deserialize, Serialize};
+
+use crate::prompt;
+use crate::teacher::Teacher;
+use crate::PlannerError;
+
+/// Which tokens the confidence averages over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfidenceMode {
+    /// Every completion token, forced ones included (mixle's choice).
+    AllTokens,
+    /// Only the tokens the model chose among several allowed ones.
+    #[default]
+    ChosenTokens,
+}
+
+/// Settings that shape decoding and gating (persisted in `planner.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlannerSettings {
+    pub syntax: Syntax,
+    pub policy: Policy,
+    /// The catalog's compact line is part of the prompt (the planner reads tools at run time).
+    pub tools_in_prompt: bool,
+    /// Plans with confidence (mean log-prob) below this escalate.
+    pub conf_floor: f32,
+    #[serde(default)]
+    pub confidence: ConfidenceMode,
+    pub max_calls: usize,
+}
+
+/// Where the emitted plan came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    Model,
+    Teacher,
+    /// Escalated, but there was no teacher (or it failed): no plan is emitted.
+    None,
+}
+
+/// The result of planning one request.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Outcome {
+    pub calls: Vec<Call>,
+    pub spoken_text: Option<String>,
+    pub confidence: f32,
+    pub escalated: bool,
+    pub source: Source,
+    /// The model's raw completion.
+    pub text: String,
+    /// Why the plan escalated, when it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(with = "duration_ms")]
+    pub latency: Duration,
+}
+
+mod duration_ms {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64() * 1e3)
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_secs_f64(f64::deserialize(d)?.max(0.0) / 1e3))
+    }
+}
+
+/// What one constrained (or free) decode produced, before the gate.
+#[derive(Debug, Clone)]
+pub struct Decoded {
+    pub text: String,
+    /// Parsed, typed plan (None if the text did not parse).
+    pub plan: Option<Plan>,
+    /// Validation problems of `plan` (empty when valid).
+    pub violations: Vec<String>,
+    /// A constraint dead end or context overflow.
+    pub dead: Option<String>,
+    pub conf_all: f32,
+    pub conf_chosen: f32,
+    pub forced_tokens: usize,
+    pub chosen_tokens: usize,
+}
+
+impl Decoded {
+    pub fn is_valid(&self) -> bool {
+        self.plan.is_some() && self.violations.is_empty() && self.dead.is_none()
+    }
+
+    pub fn confidence(&self, mode: ConfidenceMode) -> f32 {
+        match mode {
+            ConfidenceMode::AllTokens => self.conf_all,
+            ConfidenceMode::ChosenTokens => self.conf_chosen,
+        }
+    }
+}
+
+/// Per-request knobs the server exposes (OpenAI `tool_choice`, `parallel_tool_calls`, visible
+/// entities, a per-request catalog).
+#[derive(Debug, Clone, Default)]
+pub struct PlanRequest {
+    pub text: String,
+    pub catalog: Option<Arc<Catalog>>,
+    pub tool_choice: ToolChoice,
+    pub max_calls: Option<usize>,
+    pub entities: Vec<plansmith_grammar::Entity>,
+}
+
+impl PlanRequest {
+    pub fn new(text: impl Into<String>) -> Self {
+        PlanRequest { text: text.into(), ..Default::default() }
+    }
+}
+
+/// Counters behind [`Planner::report`].
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Counters {
+    pub requests: u64,
+    pub escalated: u64,
+    pub harvested_traces: u64,
+    pub teacher_failures: u64,
+    pub prefix_cache_hits: u64,
+    pub prefix_cache_misses: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Report {
+    pub requests: u64,
+    pub escalated: u64,
+    pub escalation_rate: f64,
+    pub harvested_traces: u64,
+    pub teacher_failures: u64,
+    /// Agreement on the planner's held-out test split, measured when it was trained.
+    pub plan_agreement: Option<f64>,
+}
+
+struct Catalogs {
+    validators: HashMap<String, Arc<PlanValidator>>,
+}
+
+/// A tiny planner: model + codec + catalog + policy + floor (+ teacher + harvest).
+pub struct Planner {
+    pub model: TinyGpt,
+    pub codec: AnyCodec,
+    pub catalog: Arc<Catalog>,
+    pub settings: PlannerSettings,
+    pub meta: crate::dir::PlannerMeta,
+    engine: Engine,
+    eos: u32,
+    prefixes: Mutex<HashMap<String, (KvCache, Vec<f32>)>>,
+    catalogs: Mutex<Catalogs>,
+    teacher: Option<Box<dyn Teacher>>,
+    harvest: Option<Mutex<TraceWriter>>,
+    counters: Mutex<Counters>,
+}
+
+/// The token id used as end-of-sequence inside the grammar engine: the codec's padding id,
+/// which never appears in text (the DSL's own `\n` terminator is ordinary text to the grammar).
+fn grammar_eos(codec: &AnyCodec) -> u32 {
+    codec.pad_id()
+}
+
+pub fn tok_env(codec: &AnyCodec, model_vocab: usize) -> Result<TokEnv, PlannerError> {
+    let n = codec.vocab_size();
+    let tokens: Vec<Vec<u8>> = (0..n as u32).map(|id| codec.token_bytes(id)).collect();
+    let eos = grammar_eos(codec);
+    let specials: Vec<u32> = (0..n as u32).filter(|&id| id != eos && tokens[id as usize].is_empty()).collect();
+    TokEnv::from_token_bytes(tokens, eos, &specials, Some(model_vocab)).map_err(|e| PlannerError::Grammar(e.to_string()))
+}
+
+impl Planner {
+    pub fn new(
+        model: TinyGpt,
+        codec: AnyCodec,
+        catalog: Catalog,
+        settings: PlannerSettings,
+        meta: crate::dir::PlannerMeta,
+    ) -> Result<Planner, PlannerError> {
+        let env = tok_env(&codec, model.config().vocab)?;
+        let engine = Engine::new(env).map_err(|e| PlannerError::Grammar(e.to_string()))?;
+        let catalog = Arc::new(catalog);
+        let planner = Planner {
+            eos: grammar_eos(&codec),
+            model,
+            codec,
+            catalog: catalog.clone(),
+            settings,
+            meta,
+            engine,
+            prefixes: Mutex::new(HashMap::new()),
+            catalogs: Mutex::new(Catalogs { validators: HashMap::new() }),
+            teacher: None,
+            harvest: None,
+            counters: Mutex::new(Counters::default()),
+        };
+        // Compile the default catalog's validator and grammar now, not on the first request.
+        planner.validator(&catalog)?;
+        planner
+            .engine
+            .prepare(&catalog, &planner.options(ToolChoice::Auto, None))
+            .map_err(|e| PlannerError::Grammar(e.to_string()))?;
+        Ok(planner)
+    }
+
+    pub fn with_teacher(mut self, teacher: Box<dyn Teacher>) -> Self {
+        self.teacher = Some(teacher);
+        self
+    }
+
+    pub fn with_harvest(mut self, path: &std::path::Path) -> Result<Self, PlannerError> {
+        self.harvest = Some(Mutex::new(TraceWriter::open(path)?));
+        Ok(self)
+    }
+
+    pub fn set_floor(&mut self, floor: f32) {
+        self.settings.conf_floor = floor;
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    pub fn counters(&self) -> Counters {
+        self.counters.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    fn options(&self, tool_choice: ToolChoice, max_calls: Option<usize>) -> Options {
+        Options {
+            syntax: self.settings.syntax,
+            policy: self.settings.policy.clone(),
+            tool_choice,
+            max_calls: max_calls.unwrap_or(self.settings.max_calls).max(1),
+        }
+    }
+
+    fn validator(&self, catalog: &Catalog) -> Result<Arc<PlanValidator>, PlannerError> {
+        let hash = catalog.hash();
+        let mut cats = self.catalogs.lock().map_err(|_| PlannerError::Poisoned)?;
+        if let Some(v) = cats.validators.get(&hash) {
+            return Ok(v.clone());
+        }
+        let v = Arc::new(PlanValidator::new(catalog)?);
+        if cats.validators.len() > 64 {
+            cats.validators.clear();
+        }
+        cats.validators.insert(hash, v.clone());
+        Ok(v)
+    }
+
+    /// KV cache + next logits after the shared prompt prefix (tools line), cached by catalog.
+    fn prefix_state(&self, catalog: &Catalog) -> Result<(KvCache, Option<Vec<f32>>), PlannerError> {
+        let text = prompt::prefix(catalog, self.settings.tools_in_prompt);
+        if text.is_empty() {
+            return Ok((KvCache::new(), None));
+        }
+        let key = catalog.hash();
+        if let Some((cache, logits)) = self.prefixes.lock().map_err(|_| PlannerError::Poisoned)?.get(&key) {
+            self.bump(|c| c.prefix_cache_hits += 1);
+            return Ok((cache.snapshot(), Some(logits.clone())));
+        }
+        self.bump(|c| c.prefix_cache_misses += 1);
+        let mut cache = KvCache::new();
+        let ids = self.codec.encode(&text);
+        let logits = self.model.forward_step(&ids, &mut cache)?;
+        let mut map = self.prefixes.lock().map_err(|_| PlannerError::Poisoned)?;
+        if map.len() >= 32 {
+            map.clear();
+        }
+        map.insert(key, (cache.snapshot(), logits.clone()));
+        Ok((cache, Some(logits)))
+    }
+
+    fn bump(&self, f: impl FnOnce(&mut Counters)) {
+        if let Ok(mut c) = self.counters.lock() {
+            f(&mut c);
+        }
+    }
+
+    /// Constrained greedy decode of one request (no gate, no teacher).
+    pub fn decode(&self, req: &PlanRequest) -> Result<Decoded, PlannerError> {
+        let catalog = req.catalog.clone().unwrap_or_else(|| self.catalog.clone());
+        let options = self.options(req.tool_choice.clone(), req.max_calls);
+        let request_text = prompt::clean_request(&req.text);
+        let grammar_request = Request { text: request_text.clone(), entities: req.entities.clone() };
+        let mut constraint = match self.engine.constraint(&catalog, &options, &grammar_request) {
+            Ok(c) => c,
+            Err(e) => return Err(PlannerError::Grammar(e.to_string())),
+        };
+        let (mut cache, prefix_logits) = self.prefix_state(&catalog)?;
+        let req_ids = self.codec.encode(&format!("{request_text}{}", prompt::ARROW));
+        let mut logits = match self.model.forward_step(&req_ids, &mut cache) {
+            Ok(l) => l,
+            Err(plansmith_lm::LmError::ContextOverflow { needed, block }) => {
+                return Ok(dead_end(format!("request too long for the model ({needed} > {block} tokens)")))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let _ = prefix_logits;
+        let block = self.model.config().block;
+        let (mut sum_all, mut n_all, mut sum_chosen, mut n_chosen) = (0f64, 0usize, 0f64, 0usize);
+        let mut out_ids: Vec<u32> = Vec::new();
+        let mut dead = None;
+        loop {
+            if constraint.is_stopped() {
+                break;
+            }
+            let forced: Vec<u32> = constraint.forced_tokens().into_iter().take_while(|&t| t != self.eos).collect();
+            if !forced.is_empty() {
+                if cache.len() + forced.len() > block {
+                    dead = Some("ran out of context".to_string());
+                    break;
+                }
+                if let Err(d) = constraint.commit_all(&forced) {
+                    dead = Some(d.reason);
+                    break;
+                }
+                // Feed all forced tokens in one forward; their log-probs come from the rows.
+                let rows = self.model.forward_with_cache(&forced, &mut cache)?;
+                let rows: Vec<Vec<f32>> = rows.to_vec2::<f32>().map_err(plansmith_lm::LmError::from)?;
+                let mut prev = std::mem::take(&mut logits);
+                for (i, &t) in forced.iter().enumerate() {
+                    sum_all += log_prob(&prev, t) as f64;
+                    n_all += 1;
+                    prev = rows[i].clone();
+                }
+                logits = prev;
+                out_ids.extend_from_slice(&forced);
+                continue;
+            }
+            let mask = match constraint.mask() {
+                Ok(m) => m,
+                Err(d) => {
+                    dead = Some(d.reason);
+                    break;
+                }
+            };
+            let allowed = mask.count();
+            if allowed == 0 {
+                dead = Some("no token is allowed".into());
+                break;
+            }
+            if allowed == 1 && mask.is_allowed(self.eos) {
+                break;
+            }
+            let tok = masked_argmax(&logits, |id| mask.is_allowed(id));
+            if tok == self.eos {
+                break;
+            }
+            let lp = log_prob(&logits, tok) as f64;
+            sum_all += lp;
+            n_all += 1;
+            sum_chosen += lp;
+            n_chosen += 1;
+            if let Err(d) = constraint.commit(tok) {
+                dead = Some(d.reason);
+                break;
+            }
+            out_ids.push(tok);
+            if cache.len() >= block {
+                dead = Some("ran out of context".into());
+                break;
+            }
+            logits = self.model.forward_step(&[tok], &mut cache)?;
+        }
+        let text = constraint.output_text();
+        let mean = |s: f64, n: usize| if n == 0 { 0.0 } else { (s / n as f64) as f32 };
+        let mut decoded = self.check(&catalog, &request_text, &text)?;
+        decoded.dead = dead;
+        decoded.conf_all = mean(sum_all, n_all);
+        decoded.conf_chosen = mean(sum_chosen, n_chosen);
+        decoded.forced_tokens = n_all - n_chosen;
+        decoded.chosen_tokens = n_chosen;
+        Ok(decoded)
+    }
+
+    /// Parse, type and validate a completion text.
+    fn check(&self, catalog: &Catalog, request: &str, text: &str) -> Result<Decoded, PlannerError> {
+        let validator = self.validator(catalog)?;
+        let (plan, violations) = match self.settings.syntax.parse(text) {
+            Ok(plan) => {
+                let plan = if self.settings.syntax.is_untyped() { validator.type_values(&plan) } else { plan };
+                let v = validator.validate(&plan, &self.settings.policy, Some(request));
+                (Some(plan), v.into_iter().map(|v| v.to_string()).collect())
+            }
+            Err(e) => (None, vec![format!("does not parse: {e}")]),
+        };
+        Ok(Decoded {
+            text: text.to_string(),
+            plan,
+            violations,
+            dead: None,
+            conf_all: 0.0,
+            conf_chosen: 0.0,
+            forced_tokens: 0,
+            chosen_tokens: 0,
+        })
+    }
+
+    /// Unconstrained decode (greedy with temperature 0, else sampled): what the model does
+    /// without the grammar. Used to measure what the constraint buys.
+    pub fn decode_free(&self, request: &str, catalog: Option<&Catalog>, sampler: &mut Sampler) -> Result<Decoded, PlannerError> {
+        let catalog = catalog.unwrap_or(&self.catalog);
+        let request_text = prompt::clean_request(request);
+        let prompt_text = prompt::render(catalog, self.settings.tools_in_prompt, &request_text);
+        let ids = self.codec.encode(&prompt_text);
+        let block = self.model.config().block;
+        let mut cache = KvCache::new();
+        let mut logits = match self.model.forward_step(&ids, &mut cache) {
+            Ok(l) => l,
+            Err(plansmith_lm::LmError::ContextOverflow { needed, block }) => {
+                return Ok(dead_end(format!("request too long for the model ({needed} > {block} tokens)")))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let newline = self.codec.eos_id();
+        let (mut sum, mut n) = (0f64, 0usize);
+        let mut out = Vec::new();
+        while cache.len() < block {
+            let tok = sampler.sample(&logits);
+            sum += log_prob(&logits, tok) as f64;
+            n += 1;
+            out.push(tok);
+            if tok == newline || tok == self.codec.pad_id() {
+                break;
+            }
+            logits = self.model.forward_step(&[tok], &mut cache)?;
+        }
+        let text = self.codec.decode(&out);
+        let mut d = self.check(catalog, &request_text, &text)?;
+        let conf = if n == 0 { 0.0 } else { (sum / n as f64) as f32 };
+        d.conf_all = conf;
+        d.conf_chosen = conf;
+        d.chosen_tokens = n;
+        Ok(d)
+    }
+
+    /// Plan a request against the planner's catalog.
+    pub fn plan(&self, request: &str) -> Result<Outcome, PlannerError> {
+        self.plan_request(&PlanRequest::new(request))
+    }
+
+    /// Decode, gate, and escalate when needed. Only verified plans leave.
+    pub fn plan_request(&self, req: &PlanRequest) -> Result<Outcome, PlannerError> {
+        let start = Instant::now();
+        let decoded = self.decode(req)?;
+        let confidence = decoded.confidence(self.settings.confidence);
+        let reason = if let Some(d) = &decoded.dead {
+            Some(format!("decoding dead end: {d}"))
+        } else if let Some(v) = decoded.violations.first() {
+            Some(format!("invalid plan: {v}"))
+        } else if confidence < self.settings.conf_floor {
+            Some(format!("confidence {confidence:.4} below floor {:.4}", self.settings.conf_floor))
+        } else {
+            None
+        };
+        self.bump(|c| c.requests += 1);
+        let Some(reason) = reason else {
+            let plan = decoded.plan.unwrap_or_default();
+            return Ok(Outcome {
+                calls: plan.calls,
+                spoken_text: plan.spoken_text,
+                confidence,
+                escalated: false,
+                source: Source::Model,
+                text: decoded.text,
+                reason: None,
+                latency: start.elapsed(),
+            });
+        };
+        self.bump(|c| c.escalated += 1);
+        let catalog = req.catalog.clone().unwrap_or_else(|| self.catalog.clone());
+        let mut outcome = Outcome {
+            calls: Vec::new(),
+            spoken_text: None,
+            confidence,
+            escalated: true,
+            source: Source::None,
+            text: decoded.text,
+            reason: Some(reason),
+            latency: Duration::ZERO,
+        };
+        if let Some(teacher) = &self.teacher {
+            match teacher.plan(&req.text, &catalog) {
+                Ok(plan) => {
+                    self.harvest(&req.text, &plan, &catalog)?;
+                    outcome.calls = plan.calls;
+                    outcome.spoken_text = plan.spoken_text;
+                    outcome.source = Source::Teacher;
+                }
+                Err(e) => {
+                    self.bump(|c| c.teacher_failures += 1);
+                    outcome.reason = Some(format!("{}; teacher failed: {e}", outcome.reason.unwrap_or_default()));
+                }
+            }
+        }
+        outcome.latency = start.elapsed();
+        Ok(outcome)
+    }
+
+    fn harvest(&self, request: &str, plan: &Plan, catalog: &Catalog) -> Result<(), PlannerError> {
+        let Some(writer) = &self.harvest else { return Ok(()) };
+        let tools = (catalog.hash() != self.catalog.hash()).then(|| catalog.to_openai());
+        let trace = Trace {
+            request: request.to_string(),
+            calls: plan.calls.clone(),
+            tools,
+            source: TraceSource::Harvest,
+            spoken_text: plan.spoken_text.clone(),
+        };
+        writer.lock().map_err(|_| PlannerError::Poisoned)?.append(&trace)?;
+        self.bump(|c| c.harvested_traces += 1);
+        Ok(())
+    }
+
+    /// Mean teacher-forced log-prob of a supplied plan (comparable with the floor, scored
+    /// like [`ConfidenceMode::AllTokens`]).
+    pub fn score(&self, request: &str, plan: &Plan) -> Result<f32, PlannerError> {
+        let request_text = prompt::clean_request(request);
+        let prompt_text = prompt::render(&self.catalog, self.settings.tools_in_prompt, &request_text);
+        let completion = self.settings.syntax.render(plan);
+        let s = plansmith_lm::score_completion(&self.model, &self.codec, &prompt_text, &completion)?;
+        Ok(s.mean)
+    }
+
+    /// `n` unconstrained draws, each parsed, validated and scored; an invalid draw is
+    /// `(None, -inf)`. Sorted best first.
+    pub fn sample(&self, request: &str, n: usize, temperature: f32, seed: u64) -> Result<Vec<(Option<Plan>, f32)>, PlannerError> {
+        let mut sampler = Sampler::new(temperature, seed);
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            let d = self.decode_free(request, None, &mut sampler)?;
+            if d.is_valid() {
+                let plan = d.plan.unwrap_or_default();
+                let s = self.score(request, &plan)?;
+                out.push((Some(plan), s));
+            } else {
+                out.push((None, f32::NEG_INFINITY));
+            }
+        }
+        out.sort_by(|a, b| b.1.total_cmp(&a.1));
+        Ok(out)
+    }
+
+    pub fn report(&self) -> Report {
+        let c = self.counters();
+        Report {
+            requests: c.requests,
+            escalated: c.escalated,
+            escalation_rate: if c.requests == 0 { 0.0 } else { c.escalated as f64 / c.requests as f64 },
+            harvested_traces: c.harvested_traces,
+            teacher_failures: c.teacher_failures,
+            plan_agreement: self.meta.test.as_ref().map(|m| m.agreement),
+        }
+    }
+}
+
+fn dead_end(reason: String) -> Decoded {
+    Decoded {
+        text: String::new(),
+        plan: None,
+        violations: vec![],
+        dead: Some(reason),
+        conf_all: f32::NEG_INFINITY,
+        conf_chosen: f32::NEG_INFINITY,
+        forced_tokens: 0,
+        chosen_tokens: 0,
+    }
+}
+
+/// log softmax(logits)[token], computed stably.
+pub fn log_prob(logits: &[f32], token: u32) -> f32 {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let sum: f32 = logits.iter().map(|l| (l - max).exp()).sum();
+    logits[token as usize] - max - sum.ln()
+}
+
+fn masked_argmax(logits: &[f32], allowed: impl Fn(u32) -> bool) -> u32 {
+    let mut best = (0u32, f32::NEG_INFINITY);
+    let mut any = None;
+    for (i, &l) in logits.iter().enumerate() {
+        let id = i as u32;
+        if allowed(id) {
+            any.get_or_insert(id);
+            if l > best.1 {
+                best = (id, l);
+            }
+        }
+    }
+    if best.1 == f32::NEG_INFINITY {
+        any.unwrap_or(0)
+    } else {
+        best.0
+    }
+}

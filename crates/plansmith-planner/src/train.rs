@@ -1,0 +1,154 @@
+//! Training a planner from traces: split, prompt-masked SFT, floor calibration, test report.
+
+use std::collections::BTreeSet;
+
+use plansmith_core::{Catalog, Trace};
+use plansmith_lm::{fit_pairs, AnyCodec, CharCodec, Progress, TinyGpt, TinyGptConfig, TrainConfig, TrainReport};
+use serde::{Deserialize, Serialize};
+
+use crate::calibrate::{fit_floor, gate_metrics};
+use crate::dir::PlannerMeta;
+use crate::eval::{evaluate, items, scored};
+use crate::planner::{Planner, PlannerSettings};
+use crate::prompt;
+use crate::PlannerError;
+
+/// Train / calibration / test traces. No request text appears in two splits.
+#[derive(Debug, Clone, Default)]
+pub struct Splits {
+    pub train: Vec<Trace>,
+    pub calibration: Vec<Trace>,
+    pub test: Vec<Trace>,
+}
+
+/// Split by a hash of the request text, so identical requests always land together and the
+/// split is stable across runs and orderings.
+pub fn split(traces: Vec<Trace>, calibration_frac: f64, test_frac: f64, seed: u64) -> Splits {
+    let mut s = Splits::default();
+    for t in traces {
+        let h = fnv(seed, t.request.as_bytes());
+        let u = (h >> 11) as f64 / (1u64 << 53) as f64;
+        if u < test_frac {
+            s.test.push(t);
+        } else if u < test_frac + calibration_frac {
+            s.calibration.push(t);
+        } else {
+            s.train.push(t);
+        }
+    }
+    s
+}
+
+fn fnv(seed: u64, bytes: &[u8]) -> u64 {
+    let mut h = 0xcbf29ce484222325u64 ^ seed.wrapping_mul(0x9E3779B97F4A7C15);
+    for b in bytes {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    // Final avalanche so nearby seeds give unrelated splits.
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51afd7ed558ccd);
+    h ^ (h >> 33)
+}
+
+/// (prompt, completion) pairs for SFT. A trace's own `tools` replace the default catalog.
+pub fn pairs(traces: &[Trace], catalog: &Catalog, settings: &PlannerSettings) -> Result<Vec<(String, String)>, PlannerError> {
+    traces
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let own;
+            let cat = match &t.tools {
+                Some(v) => {
+                    own = Catalog::from_value(v).map_err(|e| PlannerError::Data(format!("trace {}: tools: {e}", i + 1)))?;
+                    &own
+                }
+                None => catalog,
+            };
+            let mut completion = settings.syntax.render(&t.plan());
+            if !completion.ends_with('\n') {
+                completion.push('\n');
+            }
+            Ok((prompt::render(cat, settings.tools_in_prompt, &t.request), completion))
+        })
+        .collect()
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TrainSpec {
+    pub model: TinyGptConfig,
+    pub train: TrainConfig,
+    pub settings: PlannerSettings,
+    /// Precision the floor must reach on the calibration split (1.0 = no wrong plan accepted).
+    pub target_precision: f64,
+}
+
+pub struct Trained {
+    pub planner: Planner,
+    pub report: TrainReport,
+}
+
+/// Train a planner end to end. `progress` shows the SFT bar; evaluation reports via `eval_progress`.
+pub fn train_planner(
+    splits: &Splits,
+    catalog: Catalog,
+    spec: &TrainSpec,
+    progress: Progress,
+    mut eval_progress: impl FnMut(&str, usize, usize),
+) -> Result<Trained, PlannerError> {
+    if splits.train.is_empty() {
+        return Err(PlannerError::Data("no training traces".into()));
+    }
+    let train_pairs = pairs(&splits.train, &catalog, &spec.settings)?;
+    let longest = train_pairs.iter().map(|(p, c)| p.chars().count() + c.chars().count()).max().unwrap_or(0);
+    let codec = CharCodec::from_corpus(train_pairs.iter().flat_map(|(p, c)| [p.as_str(), c.as_str()]));
+    let mut cfg = spec.model.clone();
+    cfg.vocab = plansmith_lm::Codec::vocab_size(&codec);
+    if longest > cfg.block {
+        return Err(PlannerError::Data(format!(
+            "the longest example has {longest} characters but the model block is {}: raise --block",
+            cfg.block
+        )));
+    }
+    let device = candle_core::Device::Cpu;
+    let mut model = TinyGpt::new(cfg, spec.train.seed, &device)?;
+    let report = fit_pairs(&mut model, &codec, &train_pairs, &spec.train, progress)?;
+    let mut planner = Planner::new(model, AnyCodec::Char(codec), catalog, spec.settings.clone(), PlannerMeta::default())?;
+    let mode = spec.settings.confidence;
+    let mut meta = PlannerMeta {
+        training: serde_json::json!({
+            "train_traces": splits.train.len(),
+            "calibration_traces": splits.calibration.len(),
+            "test_traces": splits.test.len(),
+            "model": spec.model,
+            "train": spec.train,
+            "target_precision": spec.target_precision,
+            "final_loss": report.final_loss,
+            "seconds": report.seconds,
+            "chars_per_sec": report.chars_per_sec,
+        }),
+        ..Default::default()
+    };
+    if !splits.calibration.is_empty() {
+        let cal = items(&splits.calibration)?;
+        let (_, judged) = evaluate(&planner, &cal, false, |d, n| eval_progress("calibration", d, n))?;
+        let s = scored(&judged, mode);
+        let floor = fit_floor(&s, spec.target_precision);
+        planner.set_floor(floor);
+        meta.calibration = Some(gate_metrics(&s, floor));
+    }
+    if !splits.test.is_empty() {
+        let test = items(&splits.test)?;
+        let (summary, judged) = evaluate(&planner, &test, false, |d, n| eval_progress("test", d, n))?;
+        meta.test = Some(gate_metrics(&scored(&judged, mode), planner.settings.conf_floor));
+        let _ = summary;
+    }
+    planner.meta = meta;
+    Ok(Trained { planner, report })
+}
+
+/// Requests shared between two splits (should be empty).
+pub fn overlap(a: &[Trace], b: &[Trace]) -> usize {
+    let set: BTreeSet<&str> = a.iter().map(|t| t.request.as_str()).collect();
+    b.iter().filter(|t| set.contains(t.request.as_str())).count()
+}
