@@ -16,7 +16,8 @@ pub struct ParamRef {
 pub enum CopyRule {
     /// No copy constraint.
     None,
-    /// Every free string: a string-typed value with no `enum`, `const`, `pattern` or `format`.
+    /// Every free value: a string with no `enum`, `const`, `pattern` or `format`, and every
+    /// integer or number with no `enum` or `const`.
     FreeStrings,
     /// Only the listed parameters.
     Only(Vec<ParamRef>),
@@ -48,7 +49,7 @@ impl Default for Policy {
 }
 
 impl Policy {
-    /// The plan-DSL default: every free string is copied, word-aligned.
+    /// The plan-DSL default: every free string and number is copied, word-aligned.
     pub fn copy_free_strings() -> Self {
         Policy { copy: CopyRule::FreeStrings, copy_unit: CopyUnit::Words }
     }
@@ -58,7 +59,7 @@ impl Policy {
     pub fn requires_copy(&self, tool: &str, path: &str, schema: &serde_json::Value) -> bool {
         match &self.copy {
             CopyRule::None => false,
-            CopyRule::FreeStrings => crate::schema::is_free_string(schema),
+            CopyRule::FreeStrings => crate::schema::is_free_value(schema),
             CopyRule::Only(params) => params.iter().any(|p| p.tool == tool && p.path == path),
         }
     }

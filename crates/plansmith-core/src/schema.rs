@@ -233,6 +233,17 @@ pub fn is_free_string(schema: &Value) -> bool {
         && !map.contains_key("format")
 }
 
+/// A free value: a free string, or an integer / number with no `enum` or `const`. Under the
+/// DSL's default policy these must be copied from the request (digits included), which is
+/// what makes copy drift (`4242` -> `4202`) unrepresentable for typed ids too.
+pub fn is_free_value(schema: &Value) -> bool {
+    let Some(map) = schema.as_object() else { return false };
+    let numeric = matches!(map.get("type").and_then(Value::as_str), Some("integer" | "number"))
+        && !map.contains_key("enum")
+        && !map.contains_key("const");
+    numeric || is_free_string(schema)
+}
+
 /// The sub-schema at a dotted argument path (`target.label`, `choices.0`), if the schema
 /// describes it. Numeric segments step into `items`.
 pub fn schema_at<'a>(schema: &'a Value, path: &str) -> Option<&'a Value> {

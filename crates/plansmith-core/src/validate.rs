@@ -115,8 +115,12 @@ fn check_copies(
                 }
             }
         }
-        Value::String(s) => {
-            if policy.requires_copy(tool, path, schema) && !is_copied(s, request, policy.copy_unit) {
+        Value::String(_) | Value::Number(_) => {
+            let s = match value {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            if policy.requires_copy(tool, path, schema) && !is_copied(&s, request, policy.copy_unit) {
                 out.push(Violation {
                     call_index,
                     path: format!("/{}", path.replace('.', "/")),
@@ -228,14 +232,17 @@ mod tests {
         let errs = v.validate(&drift, &policy, Some(request));
         assert_eq!(errs.len(), 1, "{errs:?}");
         assert_eq!(errs[0].path, "/user");
-        // Integers are typed, not copied: copy-fidelity for ids is the policy's `Only` rule.
-        let policy = Policy {
-            copy: crate::CopyRule::Only(vec![crate::ParamRef { tool: "lookup_order".into(), path: "order_id".into() }]),
+        // Typed ids are free values too: 4202 is not in a request about 4242.
+        let drift = v.type_values(&Syntax::Dsl.parse("lookup_order(order_id=4202)\n").unwrap());
+        let errs = v.validate(&drift, &policy, Some(request));
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(errs[0].message.contains("\"4202\" is not copied"), "{errs:?}");
+        // Only the listed parameters, under an `Only` rule.
+        let only_user = Policy {
+            copy: crate::CopyRule::Only(vec![crate::ParamRef { tool: "notify".into(), path: "user".into() }]),
             copy_unit: crate::CopyUnit::Words,
         };
-        let drift = Syntax::Dsl.parse("lookup_order(order_id=4202)\n").unwrap();
-        let errs = v.validate(&drift, &policy, Some(request));
-        assert!(errs.iter().any(|e| e.message.contains("not copied")), "{errs:?}");
+        assert_eq!(v.validate(&drift, &only_user, Some(request)), vec![]);
     }
 
     #[test]

@@ -467,6 +467,7 @@ pub fn fit_token_pairs(
         }
     }
 
+    let plain_log = matches!(progress, Progress::Bar) && !std::io::IsTerminal::is_terminal(&std::io::stderr());
     let bar = match progress {
         Progress::Bar => {
             let pb = ProgressBar::new(total as u64);
@@ -543,6 +544,15 @@ pub fn fit_token_pairs(
             epoch_loss_tokens = 0;
         }
         let secs = t0.elapsed().as_secs_f64();
+        // Logs and CI have no terminal for the bar: print a line every 5% instead.
+        if plain_log && (step - start).is_multiple_of((total / 20).max(1)) {
+            eprintln!(
+                "step {step}/{total} epoch {}/{} loss {l:.4} | {:.0} chars/s | {secs:.0}s",
+                epoch + 1,
+                cfg.epochs,
+                chars as f64 / secs.max(1e-9)
+            );
+        }
         bar.set_position(step as u64);
         bar.set_message(format!(
             "epoch {}/{} loss {:.4} | {:.0} chars/s",
