@@ -45,6 +45,9 @@ enum Command {
     Grammar(cmd::grammar::GrammarArgs),
     /// Convert a plan between syntaxes, or to legacy executor tags.
     Render(cmd::render::RenderArgs),
+    /// Benchmarks (grammar masks, tiny-LM training and decoding, planner latency).
+    #[command(subcommand)]
+    Bench(cmd::bench::BenchCommand),
 }
 
 /// Exit codes: 0 success, 1 "checked and found wanting" (e.g. an invalid plan), 2 bad input.
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
         Command::Data(c) => cmd::data::run(c),
         Command::Grammar(a) => cmd::grammar::run(a),
         Command::Render(a) => cmd::render::run(a),
+        Command::Bench(c) => cmd::bench::run(c),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -1,3 +1,4 @@
+pub mod bench;
 pub mod catalog;
 pub mod data;
 pub mod eval;

@@ -1,0 +1,147 @@
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::{Args, Subcommand};
+use plansmith_core::trace::read_traces;
+use plansmith_lm::bench::{bench_decode, bench_train, DecodeBenchConfig, TrainBenchConfig};
+
+use crate::Outcome;
+
+#[derive(Subcommand)]
+pub enum BenchCommand {
+    /// Grammar compile, cache-hit and per-token mask times on Qwen's 151k vocabulary
+    /// (the xgrammar peer runs from bench/grammar_peer.py on the files --peer-dir writes).
+    Grammar {
+        #[arg(long, default_value = "assets/qwen.tiktoken")]
+        tiktoken: PathBuf,
+        #[arg(long, default_value = "examples/pace/tools.json")]
+        pace: PathBuf,
+        #[arg(long, default_value_t = 20)]
+        repeats: usize,
+        /// Write the peer's inputs (schemas, token sequences) here.
+        #[arg(long)]
+        peer_dir: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Tiny-GPT training throughput (characters/s) at the given batch sizes.
+    Train {
+        #[arg(long, value_delimiter = ',', default_value = "8,32")]
+        batches: Vec<usize>,
+        #[arg(long, default_value_t = 10)]
+        steps: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Tiny-GPT per-token decode latency, cached vs full recompute (mixle's decode).
+    Decode {
+        #[arg(long)]
+        json: bool,
+    },
+    /// plan() latency of a planner on real requests (one thread).
+    Plan(PlanBenchArgs),
+}
+
+#[derive(Args)]
+pub struct PlanBenchArgs {
+    #[command(flatten)]
+    planner: super::plan::PlannerArgs,
+    /// Requests to plan (traces JSONL); default: 200 generated Pace test requests.
+    #[arg(long)]
+    data: Option<PathBuf>,
+    #[arg(long, default_value_t = 200)]
+    n: usize,
+    #[arg(long)]
+    json: bool,
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+pub fn run(command: BenchCommand) -> anyhow::Result<Outcome> {
+    match command {
+        BenchCommand::Grammar { tiktoken, pace, repeats, peer_dir, json } => {
+            let report = plansmith_grammar::bench::run(&plansmith_grammar::bench::BenchConfig { tiktoken, pace, repeats, peer_dir })?;
+            if json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                print!("{}", plansmith_grammar::bench::table(&report));
+            }
+        }
+        BenchCommand::Train { batches, steps, json } => {
+            let mut rows = Vec::new();
+            for batch_size in batches {
+                rows.push(bench_train(&TrainBenchConfig { batch_size, steps, ..TrainBenchConfig::default() })?);
+            }
+            if json {
+                println!("{}", serde_json::to_string(&rows)?);
+            } else {
+                println!("| batch | seq len | ms/step | chars/s |\n|---:|---:|---:|---:|");
+                for r in rows {
+                    println!("| {} | {} | {:.1} | {:.0} |", r.batch_size, r.seq_len, r.ms_per_step, r.chars_per_sec);
+                }
+            }
+        }
+        BenchCommand::Decode { json } => {
+            let r = bench_decode(&DecodeBenchConfig::default())?;
+            if json {
+                println!("{}", serde_json::to_string(&r)?);
+            } else {
+                println!("| {}-token prompt | µs |\n|---|---:|", r.prompt_len);
+                println!("| prefill | {:.0} |", r.prefill_us);
+                println!("| cached decode, per token | {:.1} |", r.cached_us_per_token);
+                println!("| full recompute (mixle), per token | {:.1} |", r.uncached_us_per_token);
+                println!("| speed-up | {:.1}x |", r.speedup);
+            }
+        }
+        BenchCommand::Plan(args) => bench_plan(args)?,
+    }
+    Ok(Outcome::Ok)
+}
+
+fn bench_plan(args: PlanBenchArgs) -> anyhow::Result<()> {
+    let planner = super::plan::load_planner(&args.planner)?;
+    let requests: Vec<String> = match &args.data {
+        Some(path) => read_traces(path)?.into_iter().map(|t| t.request).take(args.n).collect(),
+        None => {
+            let mut cfg = plansmith_data::PaceConfig::with_n(300);
+            cfg.seed = 1234;
+            plansmith_data::generate_pace(&cfg)?.test.into_iter().map(|t| t.request).take(args.n).collect()
+        }
+    };
+    // Warm the caches (grammar template, validator) like a running server would be.
+    for r in requests.iter().take(3) {
+        planner.plan(r)?;
+    }
+    let mut ms = Vec::with_capacity(requests.len());
+    let t0 = Instant::now();
+    for r in &requests {
+        let t = Instant::now();
+        planner.plan(r)?;
+        ms.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let total = t0.elapsed().as_secs_f64();
+    ms.sort_by(f64::total_cmp);
+    let report = serde_json::json!({
+        "requests": ms.len(), "p50_ms": percentile(&ms, 0.5), "p90_ms": percentile(&ms, 0.9),
+        "p99_ms": percentile(&ms, 0.99), "plans_per_sec": ms.len() as f64 / total,
+    });
+    if args.json {
+        println!("{report}");
+    } else {
+        println!("| requests | p50 ms | p90 ms | p99 ms | plans/s |\n|---:|---:|---:|---:|---:|");
+        println!(
+            "| {} | {:.2} | {:.2} | {:.2} | {:.1} |",
+            ms.len(),
+            percentile(&ms, 0.5),
+            percentile(&ms, 0.9),
+            percentile(&ms, 0.99),
+            ms.len() as f64 / total
+        );
+    }
+    Ok(())
+}
