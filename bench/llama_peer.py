@@ -21,6 +21,12 @@ PARA = ("The planner reads a request and a catalog of tools, then emits the call
 REQUEST = "<|im_start|>user\nset a timer for 5 minutes and play some jazz<|im_end|>\n<|im_start|>assistant\n"
 
 
+def last_logits(llm):
+    """Logits of the last evaluated token (llama-cpp-python only fills `scores` with logits_all)."""
+    import numpy as np
+    return np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)).astype(np.float32).copy()
+
+
 def synthetic(llm, n):
     text, ids = "", []
     while len(ids) < n:
@@ -74,10 +80,10 @@ def main():
     ts = []
     for _ in range(args.reps):
         clear(llm); llm.eval(ctx)
-        tok = int(llm.scores[llm.n_tokens - 1].argmax())
+        tok = int(last_logits(llm).argmax())
         t = time.perf_counter()
         for _ in range(64):
-            llm.eval([tok]); tok = int(llm.scores[llm.n_tokens - 1].argmax())
+            llm.eval([tok]); tok = int(last_logits(llm).argmax())
         ts.append(time.perf_counter() - t)
     m = statistics.median(ts)
     rows.append({"case": "decode (ctx 300)", "tokens": 64, "ms": m * 1e3, "tok_per_s": 64 / m})

@@ -10,9 +10,9 @@ fn main() {
     }
     let run = || -> Result<(), Box<dyn std::error::Error>> {
         let b = GgufBundle::load(&args[1])?;
-        let prompt = b
-            .template
-            .render(&[ChatMessage::new("user", args[2].as_str())], None, true)?;
+        let prompt =
+            b.template
+                .render(&[ChatMessage::new("user", args[2].as_str())], None, true)?;
         let ids = b.tokenizer.encode(&prompt, true, true);
         let mut s = b.model.session();
         let t0 = std::time::Instant::now();
@@ -20,7 +20,12 @@ fn main() {
         let max_new = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(64);
         let out = greedy_generate(&mut s, logits, &b.stop_ids(), max_new)?;
         println!("{}", b.tokenizer.decode(&out, true)?);
-        eprintln!("{} prompt + {} new tokens in {:.2?}", ids.len(), out.len(), t0.elapsed());
+        eprintln!(
+            "{} prompt + {} new tokens in {:.2?}",
+            ids.len(),
+            out.len(),
+            t0.elapsed()
+        );
         Ok(())
     };
     if let Err(e) = run() {

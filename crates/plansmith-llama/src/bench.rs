@@ -61,7 +61,10 @@ pub struct BenchReport {
 impl BenchReport {
     /// A plain-text table.
     pub fn table(&self) -> String {
-        let mut s = format!("{:<34} {:>7} {:>10} {:>9}\n", "case", "tokens", "ms", "tok/s");
+        let mut s = format!(
+            "{:<34} {:>7} {:>10} {:>9}\n",
+            "case", "tokens", "ms", "tok/s"
+        );
         for r in &self.rows {
             s.push_str(&format!(
                 "{:<34} {:>7} {:>10.1} {:>9.1}\n",
@@ -175,7 +178,9 @@ pub fn bench_lm(b: &GgufBundle, opts: &BenchOptions) -> Result<BenchReport> {
         let (_, outcome) = cache.prefill(&mut s, &key, &prefix, &request)?;
         cached.push(t.elapsed());
         if outcome != PrefixOutcome::Hit {
-            return Err(LlamaError::State("prefix cache missed in the benchmark".into()));
+            return Err(LlamaError::State(
+                "prefix cache missed in the benchmark".into(),
+            ));
         }
     }
     let (mu, mc) = (median(unc), median(cached));

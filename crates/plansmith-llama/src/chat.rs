@@ -56,7 +56,10 @@ pub struct ToolsPromptTokens {
 }
 
 fn raise_exception(msg: String) -> std::result::Result<String, minijinja::Error> {
-    Err(minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, msg))
+    Err(minijinja::Error::new(
+        minijinja::ErrorKind::InvalidOperation,
+        msg,
+    ))
 }
 
 /// The function objects (`{name, description, parameters}`) of an OpenAI `tools` array or a
@@ -70,7 +73,9 @@ pub fn tool_functions(tools: &Value) -> Result<Vec<Value>> {
         .map(|(i, t)| {
             let f = t.get("function").unwrap_or(t);
             if f.get("name").and_then(Value::as_str).is_none() {
-                return Err(LlamaError::Template(format!("tools[{i}]: missing string `name`")));
+                return Err(LlamaError::Template(format!(
+                    "tools[{i}]: missing string `name`"
+                )));
             }
             Ok(f.clone())
         })
@@ -161,7 +166,12 @@ impl ChatTemplate {
     }
 
     /// Render messages (and `tools`, for templates that support them natively).
-    pub fn render(&self, messages: &[ChatMessage], tools: Option<&Value>, add_generation_prompt: bool) -> Result<String> {
+    pub fn render(
+        &self,
+        messages: &[ChatMessage],
+        tools: Option<&Value>,
+        add_generation_prompt: bool,
+    ) -> Result<String> {
         let env = self.env()?;
         let tmpl = env
             .get_template("chat")
@@ -180,7 +190,12 @@ impl ChatTemplate {
     /// A tool-calling prompt: tools listed in the system message (this crate's wording, so the
     /// reply format is the same for every model), then the user request and the generation
     /// prompt. `prefix` is the rendered system message alone — cache it.
-    pub fn tools_prompt(&self, system: Option<&str>, tools: &Value, user: &str) -> Result<ToolsPrompt> {
+    pub fn tools_prompt(
+        &self,
+        system: Option<&str>,
+        tools: &Value,
+        user: &str,
+    ) -> Result<ToolsPrompt> {
         let sys = ChatMessage::new("system", tools_system_text(system, tools)?);
         let prefix = self.render(std::slice::from_ref(&sys), None, false)?;
         let full = self.render(&[sys, ChatMessage::new("user", user)], None, true)?;
@@ -220,12 +235,17 @@ mod tests {
         let p = t.tools_prompt(None, &tools, "set x to 3").unwrap();
         assert!(p.prefix.starts_with("<|im_start|>system\n"));
         assert!(p.prefix.contains("{\"name\":\"set\""));
-        assert!(p.full.ends_with("<|im_start|>user\nset x to 3<|im_end|>\n<|im_start|>assistant\n"));
+        assert!(p
+            .full
+            .ends_with("<|im_start|>user\nset x to 3<|im_end|>\n<|im_start|>assistant\n"));
     }
 
     #[test]
     fn bad_template_is_an_error() {
-        assert!(matches!(ChatTemplate::new("{% for %}", "", ""), Err(LlamaError::Template(_))));
+        assert!(matches!(
+            ChatTemplate::new("{% for %}", "", ""),
+            Err(LlamaError::Template(_))
+        ));
         let t = ChatTemplate::new("{{ raise_exception('nope') }}", "", "").unwrap();
         let e = t.render(&[], None, true).unwrap_err().to_string();
         assert!(e.contains("nope"), "{e}");

@@ -74,7 +74,7 @@ impl GgufFile {
             let (bytes, start) = self.tensor_extent(name)?;
             let _ = info;
             let end = start.checked_add(bytes);
-            if end.map_or(true, |e| e > self.file_size) {
+            if !matches!(end, Some(e) if e <= self.file_size) {
                 return Err(LlamaError::TensorData {
                     path: self.path.clone(),
                     tensor: name.clone(),
@@ -94,14 +94,14 @@ impl GgufFile {
 
     /// (size in bytes, absolute file offset) of a tensor's data.
     fn tensor_extent(&self, name: &str) -> Result<(u64, u64)> {
-        let info = self
-            .content
-            .tensor_infos
-            .get(name)
-            .ok_or_else(|| LlamaError::MissingTensor {
-                path: self.path.clone(),
-                tensor: name.to_string(),
-            })?;
+        let info =
+            self.content
+                .tensor_infos
+                .get(name)
+                .ok_or_else(|| LlamaError::MissingTensor {
+                    path: self.path.clone(),
+                    tensor: name.to_string(),
+                })?;
         let elems = info.shape.elem_count();
         let bs = info.ggml_dtype.block_size();
         if elems % bs != 0 {
@@ -224,8 +224,9 @@ impl GgufFile {
             Value::I64(x) => u64::try_from(*x).ok(),
             _ => None,
         };
-        n.map(|n| n as usize)
-            .ok_or_else(|| self.meta_err(key, format!("expected a non-negative integer, got {v:?}")))
+        n.map(|n| n as usize).ok_or_else(|| {
+            self.meta_err(key, format!("expected a non-negative integer, got {v:?}"))
+        })
     }
 
     /// An optional unsigned integer.
@@ -282,7 +283,10 @@ impl GgufFile {
                     Value::String(s) => Ok(s.clone()),
                     other => Err(self.meta_err(
                         key,
-                        format!("element {i}: expected a string, got {:?}", other.value_type()),
+                        format!(
+                            "element {i}: expected a string, got {:?}",
+                            other.value_type()
+                        ),
                     )),
                 })
                 .collect(),
@@ -307,7 +311,10 @@ impl GgufFile {
                     Value::U64(x) => Ok(*x as i64),
                     other => Err(self.meta_err(
                         key,
-                        format!("element {i}: expected an integer, got {:?}", other.value_type()),
+                        format!(
+                            "element {i}: expected an integer, got {:?}",
+                            other.value_type()
+                        ),
                     )),
                 })
                 .collect(),

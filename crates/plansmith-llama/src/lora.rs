@@ -186,7 +186,10 @@ impl LoraTrainer {
     pub fn named_vars(&self) -> Vec<(String, Var)> {
         let mut v = Vec::new();
         for ((li, t), (a, b)) in &self.adapters {
-            let p = format!("base_model.model.model.layers.{li}.self_attn.{}", t.peft_name());
+            let p = format!(
+                "base_model.model.model.layers.{li}.self_attn.{}",
+                t.peft_name()
+            );
             v.push((format!("{p}.lora_A.weight"), a.clone()));
             v.push((format!("{p}.lora_B.weight"), b.clone()));
         }
@@ -296,10 +299,17 @@ impl LoraTrainer {
         std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
         let mut tensors: Vec<(String, Tensor)> = Vec::new();
         for ((li, t), (a, b)) in &self.adapters {
-            let p = format!("base_model.model.model.layers.{li}.self_attn.{}", t.peft_name());
+            let p = format!(
+                "base_model.model.model.layers.{li}.self_attn.{}",
+                t.peft_name()
+            );
             let bt = match t {
-                LoraTarget::Q => gguf_to_hf_rows(b.as_tensor(), self.cfg.num_heads, self.cfg.head_dim)?,
-                LoraTarget::K => gguf_to_hf_rows(b.as_tensor(), self.cfg.num_kv_heads, self.cfg.head_dim)?,
+                LoraTarget::Q => {
+                    gguf_to_hf_rows(b.as_tensor(), self.cfg.num_heads, self.cfg.head_dim)?
+                }
+                LoraTarget::K => {
+                    gguf_to_hf_rows(b.as_tensor(), self.cfg.num_kv_heads, self.cfg.head_dim)?
+                }
                 _ => b.as_tensor().clone(),
             };
             tensors.push((format!("{p}.lora_A.weight"), a.as_tensor().clone()));
@@ -322,7 +332,8 @@ impl LoraTrainer {
             "target_modules": self.lora.targets.iter().map(|t| t.peft_name()).collect::<Vec<_>>(),
         });
         let cp = dir.join("adapter_config.json");
-        std::fs::write(&cp, serde_json::to_vec_pretty(&config).unwrap_or_default()).map_err(|e| io(&cp, e))?;
+        std::fs::write(&cp, serde_json::to_vec_pretty(&config).unwrap_or_default())
+            .map_err(|e| io(&cp, e))?;
         Ok(())
     }
 }
@@ -339,21 +350,37 @@ impl PeftAdapter {
     /// Load `adapter_config.json` + `adapter_model.safetensors` for a model config.
     pub fn load(dir: &Path, cfg: &LlamaConfig) -> Result<Self> {
         let cp = dir.join("adapter_config.json");
-        let text = std::fs::read_to_string(&cp).map_err(|source| LlamaError::Io { path: cp.clone(), source })?;
+        let text = std::fs::read_to_string(&cp).map_err(|source| LlamaError::Io {
+            path: cp.clone(),
+            source,
+        })?;
         let v: serde_json::Value =
-            serde_json::from_str(&text).map_err(|source| LlamaError::Json { path: cp.clone(), source })?;
-        let r = v["r"].as_u64().ok_or_else(|| LlamaError::State(format!("{}: missing `r`", cp.display())))? as usize;
+            serde_json::from_str(&text).map_err(|source| LlamaError::Json {
+                path: cp.clone(),
+                source,
+            })?;
+        let r = v["r"]
+            .as_u64()
+            .ok_or_else(|| LlamaError::State(format!("{}: missing `r`", cp.display())))?
+            as usize;
         let alpha = v["lora_alpha"].as_f64().unwrap_or(r as f64);
         let targets: Vec<LoraTarget> = v["target_modules"]
             .as_array()
-            .map(|a| a.iter().filter_map(|s| s.as_str().and_then(LoraTarget::from_peft)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().and_then(LoraTarget::from_peft))
+                    .collect()
+            })
             .unwrap_or_default();
         let st = dir.join("adapter_model.safetensors");
         let tensors = candle_core::safetensors::load(&st, &Device::Cpu)?;
         let mut weights = BTreeMap::new();
         for li in 0..cfg.num_layers {
             for &t in &targets {
-                let p = format!("base_model.model.model.layers.{li}.self_attn.{}", t.peft_name());
+                let p = format!(
+                    "base_model.model.model.layers.{li}.self_attn.{}",
+                    t.peft_name()
+                );
                 let get = |n: &str| {
                     tensors.get(n).cloned().ok_or_else(|| {
                         LlamaError::State(format!("{}: missing tensor `{n}`", st.display()))
@@ -382,11 +409,17 @@ mod tests {
 
     #[test]
     fn row_permutation_round_trips() {
-        let t = Tensor::arange(0f32, 48.0, &Device::Cpu).unwrap().reshape((12, 4)).unwrap();
+        let t = Tensor::arange(0f32, 48.0, &Device::Cpu)
+            .unwrap()
+            .reshape((12, 4))
+            .unwrap();
         let hf = gguf_to_hf_rows(&t, 3, 4).unwrap();
         let back = hf_to_gguf_rows(&hf, 3, 4).unwrap();
         assert_eq!(t.to_vec2::<f32>().unwrap(), back.to_vec2::<f32>().unwrap());
         // GGUF row 1 (pair 0, second element) is HF row 2 (second half, index 0).
-        assert_eq!(hf.to_vec2::<f32>().unwrap()[2], t.to_vec2::<f32>().unwrap()[1]);
+        assert_eq!(
+            hf.to_vec2::<f32>().unwrap()[2],
+            t.to_vec2::<f32>().unwrap()[1]
+        );
     }
 }

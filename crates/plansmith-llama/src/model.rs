@@ -85,7 +85,12 @@ impl LlamaModel {
     pub fn from_gguf(g: &mut GgufFile) -> Result<Self> {
         let cfg = g.llama_config()?;
         let d = cfg.hidden_size;
-        let (hd, nh, nkv, ff) = (cfg.head_dim, cfg.num_heads, cfg.num_kv_heads, cfg.intermediate_size);
+        let (hd, nh, nkv, ff) = (
+            cfg.head_dim,
+            cfg.num_heads,
+            cfg.num_kv_heads,
+            cfg.intermediate_size,
+        );
         let dev = Device::Cpu;
         let qmm = |g: &mut GgufFile, name: &str, shape: &[usize]| -> Result<QMatMul> {
             let q = g.tensor(name, Some(shape))?;
@@ -171,7 +176,13 @@ impl LlamaModel {
     pub fn random(cfg: LlamaConfig, seed: u64) -> Result<Self> {
         let dev = Device::Cpu;
         let mut rng = SplitMix(seed);
-        let (d, hd, nh, nkv, ff) = (cfg.hidden_size, cfg.head_dim, cfg.num_heads, cfg.num_kv_heads, cfg.intermediate_size);
+        let (d, hd, nh, nkv, ff) = (
+            cfg.hidden_size,
+            cfg.head_dim,
+            cfg.num_heads,
+            cfg.num_kv_heads,
+            cfg.intermediate_size,
+        );
         let mut r = |shape: (usize, usize)| -> Result<Tensor> {
             let std = (1.0 / shape.1 as f64).sqrt() as f32;
             rng.normal_tensor(shape, std)
@@ -323,7 +334,11 @@ impl LlamaModel {
             x = (x + f)?;
         }
         kv.len = t_all;
-        let x = if all_logits { x } else { x.narrow(0, l - 1, 1)? };
+        let x = if all_logits {
+            x
+        } else {
+            x.narrow(0, l - 1, 1)?
+        };
         let x = candle_nn::ops::rms_norm(&x, &self.norm, eps)?;
         Ok(self.output.forward(&x)?)
     }
@@ -399,7 +414,12 @@ impl KvSnapshot {
 
     /// Memory held by the snapshot in bytes.
     pub fn bytes(&self) -> usize {
-        let kv: usize = self.k.iter().chain(&self.v).map(|t| t.elem_count() * 4).sum();
+        let kv: usize = self
+            .k
+            .iter()
+            .chain(&self.v)
+            .map(|t| t.elem_count() * 4)
+            .sum();
         kv + self.tokens.len() * 4 + self.last_logits.as_ref().map_or(0, |l| l.len() * 4)
     }
 
@@ -480,9 +500,12 @@ impl Session {
         let mut rows = Vec::with_capacity(tokens.len());
         for chunk in tokens.chunks(PREFILL_CHUNK) {
             let before = self.kv.len;
-            let l = self.model.forward(&mut self.kv, chunk, true).inspect_err(|_| {
-                self.kv.len = before;
-            })?;
+            let l = self
+                .model
+                .forward(&mut self.kv, chunk, true)
+                .inspect_err(|_| {
+                    self.kv.len = before;
+                })?;
             rows.extend(l.to_vec2::<f32>()?);
             self.tokens.extend_from_slice(chunk);
         }
@@ -527,7 +550,9 @@ impl Session {
     /// tokens as a prefix, it only rewinds (no copy).
     pub fn restore(&mut self, snap: &KvSnapshot) -> Result<()> {
         if snap.model != self.model.fingerprint {
-            return Err(LlamaError::State("snapshot was taken from a different model".into()));
+            return Err(LlamaError::State(
+                "snapshot was taken from a different model".into(),
+            ));
         }
         let n = snap.tokens.len();
         if self.tokens.len() >= n && self.tokens[..n] == snap.tokens[..] {

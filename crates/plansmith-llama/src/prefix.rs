@@ -146,7 +146,9 @@ impl PrefixCache {
         prefix: &[u32],
         rest: &[u32],
     ) -> Result<(Vec<f32>, PrefixOutcome)> {
-        let cached = self.get(key).filter(|s| s.tokens() == prefix && !prefix.is_empty());
+        let cached = self
+            .get(key)
+            .filter(|s| s.tokens() == prefix && !prefix.is_empty());
         let (outcome, prefix_logits) = match cached {
             Some(snap) => {
                 session.restore(&snap)?;

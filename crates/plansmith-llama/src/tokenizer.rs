@@ -65,7 +65,8 @@ fn bytes_to_unicode() -> [char; 256] {
     let mut table = ['\0'; 256];
     let mut n = 0u32;
     for b in 0..256u32 {
-        let printable = (0x21..=0x7e).contains(&b) || (0xa1..=0xac).contains(&b) || (0xae..=0xff).contains(&b);
+        let printable =
+            (0x21..=0x7e).contains(&b) || (0xa1..=0xac).contains(&b) || (0xae..=0xff).contains(&b);
         table[b as usize] = if printable {
             char::from_u32(b).unwrap_or('\0')
         } else {
@@ -104,7 +105,8 @@ fn split_gpt2(chars: &[(usize, char)], text_end: usize, out: &mut Vec<(usize, us
     let letter = |i: usize| at(i).is_some_and(is_letter);
     let number = |i: usize| at(i).is_some_and(is_number);
     let space = |i: usize| at(i).is_some_and(char::is_whitespace);
-    let other = |i: usize| at(i).is_some_and(|c| !(c.is_whitespace() || is_letter(c) || is_number(c)));
+    let other =
+        |i: usize| at(i).is_some_and(|c| !(c.is_whitespace() || is_letter(c) || is_number(c)));
     let mut start = 0usize;
     let mut pos = 0usize;
     while pos < n {
@@ -232,7 +234,8 @@ impl Tokenizer {
                 "tokenizer model `{model}` (only byte-level BPE `gpt2` is supported)"
             )));
         }
-        let pre = PreTokenizer::from_gguf_name(g.opt_str("tokenizer.ggml.pre")?.unwrap_or("default"))?;
+        let pre =
+            PreTokenizer::from_gguf_name(g.opt_str("tokenizer.ggml.pre")?.unwrap_or("default"))?;
         let tokens = g.get_str_array("tokenizer.ggml.tokens")?;
         let kinds = if g.metadata().contains_key("tokenizer.ggml.token_type") {
             g.get_int_array("tokenizer.ggml.token_type")?
@@ -272,7 +275,12 @@ impl Tokenizer {
     }
 
     /// Build from a vocabulary, token kinds and merges (`"left right"` strings, rank order).
-    pub fn new(tokens: Vec<String>, kinds: Vec<TokenKind>, merges: &[String], pre: PreTokenizer) -> Result<Self> {
+    pub fn new(
+        tokens: Vec<String>,
+        kinds: Vec<TokenKind>,
+        merges: &[String],
+        pre: PreTokenizer,
+    ) -> Result<Self> {
         let byte_char = bytes_to_unicode();
         let mut char_byte: HashMap<char, u8> = HashMap::new();
         for (b, &c) in byte_char.iter().enumerate() {
@@ -294,9 +302,15 @@ impl Tokenizer {
         };
         let mut merge_map = HashMap::with_capacity(merges.len());
         for (rank, m) in merges.iter().enumerate() {
-            let split = m.char_indices().skip(1).find(|&(_, c)| c == ' ').map(|(i, _)| i);
+            let split = m
+                .char_indices()
+                .skip(1)
+                .find(|&(_, c)| c == ' ')
+                .map(|(i, _)| i);
             let Some(sp) = split else {
-                return Err(LlamaError::Tokenizer(format!("merge {rank} `{m}` has no separating space")));
+                return Err(LlamaError::Tokenizer(format!(
+                    "merge {rank} `{m}` has no separating space"
+                )));
             };
             let (l, r) = (&m[..sp], &m[sp + 1..]);
             let li = intern(l, &mut sym_to_id);
@@ -378,13 +392,22 @@ impl Tokenizer {
 
     /// Id of a special token by its literal text (e.g. `<|im_end|>`).
     pub fn special_id(&self, text: &str) -> Option<u32> {
-        self.specials.iter().find(|(t, _)| t == text).map(|&(_, id)| id)
+        self.specials
+            .iter()
+            .find(|(t, _)| t == text)
+            .map(|&(_, id)| id)
     }
 
     /// Tokens that end generation: EOS, EOT, and the ChatML / common end-of-turn markers present.
     pub fn stop_ids(&self) -> Vec<u32> {
         let mut v: Vec<u32> = [self.eos, self.eot].into_iter().flatten().collect();
-        for t in ["<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>"] {
+        for t in [
+            "<|im_end|>",
+            "<|eot_id|>",
+            "<|end|>",
+            "<end_of_turn>",
+            "<|endoftext|>",
+        ] {
             if let Some(id) = self.special_id(t) {
                 v.push(id);
             }
@@ -500,10 +523,13 @@ impl Tokenizer {
     pub fn decode_bytes(&self, ids: &[u32], skip_special: bool) -> Result<Vec<u8>> {
         let mut out = Vec::new();
         for &id in ids {
-            let b = self.bytes.get(id as usize).ok_or(LlamaError::TokenOutOfRange {
-                id,
-                vocab: self.tokens.len(),
-            })?;
+            let b = self
+                .bytes
+                .get(id as usize)
+                .ok_or(LlamaError::TokenOutOfRange {
+                    id,
+                    vocab: self.tokens.len(),
+                })?;
             if skip_special && self.kinds[id as usize].is_special() {
                 continue;
             }
@@ -538,7 +564,10 @@ mod tests {
     #[test]
     fn pre_tokenize_smollm_splits_digits_and_whitespace() {
         let w = pre_tokenize(PreTokenizer::DigitsThenGpt2, "Hello world 123  x\n\n  y's");
-        assert_eq!(w, vec!["Hello", " world", " ", "1", "2", "3", " ", " x", "\n\n ", " y", "'s"]);
+        assert_eq!(
+            w,
+            vec!["Hello", " world", " ", "1", "2", "3", " ", " x", "\n\n ", " y", "'s"]
+        );
     }
 
     #[test]

@@ -41,7 +41,8 @@ fn truncated_gguf_names_a_tensor_and_offset() {
 /// Write a tiny Llama GGUF with f32 tensors; `bad_q` gives attn_q a wrong shape.
 fn write_tiny(path: &std::path::Path, bad_q: bool) {
     let dev = Device::Cpu;
-    let (d, ff, nh, nkv, hd, vocab, layers) = (32usize, 64usize, 4usize, 2usize, 8usize, 40usize, 2usize);
+    let (d, ff, nh, nkv, hd, vocab, layers) =
+        (32usize, 64usize, 4usize, 2usize, 8usize, 40usize, 2usize);
     let md: Vec<(String, Value)> = vec![
         ("general.architecture".into(), Value::String("llama".into())),
         ("llama.block_count".into(), Value::U32(layers as u32)),
@@ -49,9 +50,15 @@ fn write_tiny(path: &std::path::Path, bad_q: bool) {
         ("llama.embedding_length".into(), Value::U32(d as u32)),
         ("llama.feed_forward_length".into(), Value::U32(ff as u32)),
         ("llama.attention.head_count".into(), Value::U32(nh as u32)),
-        ("llama.attention.head_count_kv".into(), Value::U32(nkv as u32)),
+        (
+            "llama.attention.head_count_kv".into(),
+            Value::U32(nkv as u32),
+        ),
         ("llama.rope.freq_base".into(), Value::F32(10000.0)),
-        ("llama.attention.layer_norm_rms_epsilon".into(), Value::F32(1e-5)),
+        (
+            "llama.attention.layer_norm_rms_epsilon".into(),
+            Value::F32(1e-5),
+        ),
         ("llama.vocab_size".into(), Value::U32(vocab as u32)),
     ];
     let mut tensors: Vec<(String, QTensor)> = Vec::new();
@@ -64,7 +71,14 @@ fn write_tiny(path: &std::path::Path, bad_q: bool) {
     for i in 0..layers {
         add(format!("blk.{i}.attn_norm.weight"), vec![d]);
         add(format!("blk.{i}.ffn_norm.weight"), vec![d]);
-        add(format!("blk.{i}.attn_q.weight"), if bad_q { vec![nh * hd, d + 1] } else { vec![nh * hd, d] });
+        add(
+            format!("blk.{i}.attn_q.weight"),
+            if bad_q {
+                vec![nh * hd, d + 1]
+            } else {
+                vec![nh * hd, d]
+            },
+        );
         add(format!("blk.{i}.attn_k.weight"), vec![nkv * hd, d]);
         add(format!("blk.{i}.attn_v.weight"), vec![nkv * hd, d]);
         add(format!("blk.{i}.attn_output.weight"), vec![d, nh * hd]);
@@ -97,10 +111,17 @@ fn tiny_gguf_loads_and_mismatched_shape_is_typed() {
     s2.step(3).unwrap();
     s2.step(4).unwrap();
     let b = s2.step(5).unwrap();
-    let diff = a.iter().zip(&b).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max);
+    let diff = a
+        .iter()
+        .zip(&b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0f32, f32::max);
     assert!(diff < 1e-4, "incremental vs one-shot differ by {diff}");
     // Out-of-vocabulary token is an error.
-    assert!(matches!(s2.step(999), Err(LlamaError::TokenOutOfRange { .. })));
+    assert!(matches!(
+        s2.step(999),
+        Err(LlamaError::TokenOutOfRange { .. })
+    ));
 
     let bad = dir.join("bad.gguf");
     write_tiny(&bad, true);

@@ -9,7 +9,11 @@ fn smollm2_answers_and_snapshot_restore_is_exact() {
     let b = common::bundle();
     let prompt = b
         .template
-        .render(&[ChatMessage::new("user", "What is the capital of France?")], None, true)
+        .render(
+            &[ChatMessage::new("user", "What is the capital of France?")],
+            None,
+            true,
+        )
         .unwrap();
     assert!(prompt.starts_with("<|im_start|>system\nYou are a helpful AI assistant named SmolLM"));
     let ids = b.tokenizer.encode(&prompt, true, true);
@@ -35,7 +39,11 @@ fn smollm2_answers_and_snapshot_restore_is_exact() {
     assert_eq!(a.len(), split);
     assert_eq!(a.prefill(&ids[split..]).unwrap(), la);
     // Chunked prefill agrees with one-shot prefill up to float noise.
-    let d = la.iter().zip(&logits).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max);
+    let d = la
+        .iter()
+        .zip(&logits)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0f32, f32::max);
     assert!(d < 1e-2, "split prefill differs by {d}");
 }
 
@@ -48,7 +56,10 @@ fn prefix_cache_hits_and_evicts() {
         {"type": "function", "function": {"name": "play_music", "description": "Play a song",
          "parameters": {"type": "object", "properties": {"song": {"type": "string"}}, "required": ["song"]}}}
     ]);
-    let p = b.template.tools_prompt(None, &tools, "set a timer for 5 minutes").unwrap();
+    let p = b
+        .template
+        .tools_prompt(None, &tools, "set a timer for 5 minutes")
+        .unwrap();
     let pt = p.tokenize(&b.tokenizer);
     assert!(pt.prefix_len > 50 && pt.prefix_len < pt.tokens.len());
     let (prefix, rest) = pt.tokens.split_at(pt.prefix_len);
@@ -71,7 +82,10 @@ fn prefix_cache_hits_and_evicts() {
     let out = greedy_generate(&mut s2, l2, &b.stop_ids(), 8).unwrap();
     assert!(!out.is_empty());
     // A second catalog evicts the first (budget fits one snapshot).
-    let key2 = PrefixKey { catalog: "cat-2".into(), ..key.clone() };
+    let key2 = PrefixKey {
+        catalog: "cat-2".into(),
+        ..key.clone()
+    };
     let (_, o3) = cache.prefill(&mut s, &key2, prefix, rest).unwrap();
     assert_eq!(o3, PrefixOutcome::Miss);
     assert_eq!(cache.len(), 1);
