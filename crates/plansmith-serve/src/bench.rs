@@ -1,0 +1,161 @@
+//! Load generation against a running server (`plansmith bench serve`): `n` requests at a
+//! fixed concurrency over kept-alive connections; latency percentiles, throughput, status
+//! counts.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use axum::http::Method;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::client::Client;
+
+/// What one load run measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadReport {
+    pub route: String,
+    pub requests: usize,
+    pub concurrency: usize,
+    /// Responses by HTTP status.
+    pub status: BTreeMap<u16, usize>,
+    /// Requests that got no HTTP response at all.
+    pub transport_errors: usize,
+    pub server_errors: usize,
+    pub seconds: f64,
+    pub requests_per_sec: f64,
+    pub mean_ms: f64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+/// Send `requests` POSTs to `path`, cycling through `bodies`, from `concurrency` clients.
+pub async fn load(
+    addr: SocketAddr,
+    api_key: Option<&str>,
+    path: &str,
+    bodies: Arc<Vec<Value>>,
+    requests: usize,
+    concurrency: usize,
+) -> LoadReport {
+    let concurrency = concurrency.max(1);
+    let next = Arc::new(AtomicUsize::new(0));
+    let samples = Arc::new(Mutex::new(Vec::<(u16, f64)>::with_capacity(requests)));
+    let start = Instant::now();
+    let mut tasks = Vec::with_capacity(concurrency);
+    for _ in 0..concurrency {
+        let (next, samples, bodies, path) = (
+            next.clone(),
+            samples.clone(),
+            bodies.clone(),
+            path.to_string(),
+        );
+        let mut client = Client::new(addr);
+        if let Some(k) = api_key {
+            client = client.with_bearer(k);
+        }
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= requests || bodies.is_empty() {
+                    break;
+                }
+                let body = bodies[i % bodies.len()].to_string();
+                let t = Instant::now();
+                let status = match client.send(Method::POST, &path, &[], body).await {
+                    Ok(r) => r.status,
+                    Err(_) => 0,
+                };
+                let ms = t.elapsed().as_secs_f64() * 1e3;
+                if let Ok(mut s) = samples.lock() {
+                    s.push((status, ms));
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let samples = samples.lock().map(|s| s.clone()).unwrap_or_default();
+    summarize(path, concurrency, &samples, seconds)
+}
+
+/// Percentiles and counts of `(status, ms)` samples (status 0: no response).
+pub fn summarize(
+    route: &str,
+    concurrency: usize,
+    samples: &[(u16, f64)],
+    seconds: f64,
+) -> LoadReport {
+    let mut status = BTreeMap::new();
+    let mut lat: Vec<f64> = Vec::with_capacity(samples.len());
+    let mut transport_errors = 0;
+    for &(s, ms) in samples {
+        if s == 0 {
+            transport_errors += 1;
+        } else {
+            *status.entry(s).or_insert(0) += 1;
+        }
+        lat.push(ms);
+    }
+    lat.sort_by(f64::total_cmp);
+    let pct = |p: f64| {
+        if lat.is_empty() {
+            0.0
+        } else {
+            lat[((p / 100.0) * (lat.len() - 1) as f64).round() as usize]
+        }
+    };
+    let server_errors = status
+        .iter()
+        .filter(|(s, _)| **s >= 500)
+        .map(|(_, n)| n)
+        .sum();
+    LoadReport {
+        route: route.to_string(),
+        requests: samples.len(),
+        concurrency,
+        status,
+        transport_errors,
+        server_errors,
+        seconds,
+        requests_per_sec: if seconds > 0.0 {
+            samples.len() as f64 / seconds
+        } else {
+            0.0
+        },
+        mean_ms: if lat.is_empty() {
+            0.0
+        } else {
+            lat.iter().sum::<f64>() / lat.len() as f64
+        },
+        p50_ms: pct(50.0),
+        p90_ms: pct(90.0),
+        p99_ms: pct(99.0),
+        max_ms: lat.last().copied().unwrap_or(0.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles() {
+        let samples: Vec<(u16, f64)> = (1..=100)
+            .map(|i| (if i == 100 { 503 } else { 200 }, i as f64))
+            .collect();
+        let r = summarize("/v1/plan", 4, &samples, 2.0);
+        assert_eq!(r.p50_ms, 51.0);
+        assert_eq!(r.p99_ms, 99.0);
+        assert_eq!(r.max_ms, 100.0);
+        assert_eq!(r.server_errors, 1);
+        assert_eq!(r.requests_per_sec, 50.0);
+    }
+}

@@ -1,0 +1,574 @@
+//! The router, its handlers and middleware, and the ways to run it.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, Request, State};
+use axum::http::{header, HeaderValue};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use http_body_util::BodyExt;
+use plansmith_core::Catalog;
+use plansmith_lm::Codec;
+use plansmith_planner::{Outcome, PlanRequest, Planner, PlannerError, Source};
+use serde_json::{json, Value};
+use tokio::sync::oneshot;
+
+use crate::error::{ApiError, ServeError};
+use crate::metrics::{route_label, Metrics, Sampled};
+use crate::openai::{self, Reply};
+use crate::params::{self, field, Object};
+use crate::pool::{Pool, SubmitError, Work};
+
+/// How the server runs. [`ServeConfig::default`] is what `plansmith serve` uses without flags.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// Where to listen; loopback unless told otherwise.
+    pub addr: SocketAddr,
+    /// The catalog requests without `tools` plan against (default: the planner's own).
+    pub tools: Option<Arc<Catalog>>,
+    /// When set, every route but `/health` needs `Authorization: Bearer <key>`.
+    pub api_key: Option<String>,
+    /// Planner worker threads.
+    pub workers: usize,
+    /// Jobs that may wait for a worker; beyond that, 429.
+    pub queue: usize,
+    /// Per-request limit on queueing + planning; beyond that, 504.
+    pub timeout: Duration,
+    /// Largest accepted request body in bytes; beyond that, 413.
+    pub max_body: usize,
+    /// The model id `/v1/models` lists and responses carry.
+    pub model_id: String,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        ServeConfig {
+            addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            tools: None,
+            api_key: None,
+            workers: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+            queue: 64,
+            timeout: Duration::from_secs(30),
+            max_body: 1 << 20,
+            model_id: "plansmith".into(),
+        }
+    }
+}
+
+/// A bounded extra past `max_body` that is read and thrown away before answering 413, so a
+/// client still sending its body sees the answer instead of a reset connection.
+const DRAIN_CAP: usize = 8 << 20;
+
+type Job = Result<Outcome, PlannerError>;
+
+/// Everything the handlers share. The planner (and with it the grammar and prefix caches)
+/// is one, shared by all workers.
+pub struct AppState {
+    planner: Arc<Planner>,
+    config: ServeConfig,
+    catalog: Arc<Catalog>,
+    pool: Pool<PlanRequest, Job>,
+    metrics: Metrics,
+    next_id: AtomicU64,
+}
+
+impl AppState {
+    pub fn new(planner: Arc<Planner>, config: ServeConfig) -> Result<Arc<AppState>, ServeError> {
+        if config.max_body == 0 {
+            return Err(ServeError::Config(
+                "max_body must be at least 1 byte".into(),
+            ));
+        }
+        let catalog = config
+            .tools
+            .clone()
+            .unwrap_or_else(|| planner.catalog.clone());
+        let p = planner.clone();
+        let work: Work<PlanRequest, Job> = Arc::new(move |req: &PlanRequest| p.plan_request(req));
+        let pool = Pool::new(config.workers, config.queue, work)?;
+        Ok(Arc::new(AppState {
+            planner,
+            config,
+            catalog,
+            pool,
+            metrics: Metrics::default(),
+            next_id: AtomicU64::new(1),
+        }))
+    }
+
+    pub fn config(&self) -> &ServeConfig {
+        &self.config
+    }
+
+    pub fn planner(&self) -> &Planner {
+        &self.planner
+    }
+
+    /// The Prometheus text `/metrics` serves.
+    pub fn render_metrics(&self) -> String {
+        let c = self.planner.counters();
+        let g = self.planner.engine().cache_stats();
+        let s = self.pool.stats();
+        self.metrics.render(&Sampled {
+            plans: c.requests,
+            escalations: c.escalated,
+            harvested_traces: c.harvested_traces,
+            teacher_failures: c.teacher_failures,
+            grammar_cache_hits: g.hits,
+            grammar_cache_misses: g.misses,
+            grammar_cache_entries: g.entries,
+            prefix_cache_hits: c.prefix_cache_hits,
+            prefix_cache_misses: c.prefix_cache_misses,
+            queue_depth: s.queued.load(Ordering::Relaxed),
+            queue_capacity: self.pool.capacity(),
+            workers: self.pool.workers(),
+            running: s.running.load(Ordering::Relaxed),
+            queue_rejected: s.rejected.load(Ordering::Relaxed),
+            jobs_skipped: s.skipped.load(Ordering::Relaxed),
+            worker_panics: s.panicked.load(Ordering::Relaxed),
+        })
+    }
+
+    /// Run one plan on a worker, within the timeout.
+    async fn plan(
+        &self,
+        req: PlanRequest,
+        request_had_tools: bool,
+    ) -> Result<(Outcome, Duration), ApiError> {
+        let ticket = self.pool.submit(req).map_err(|e| match e {
+            SubmitError::Full => ApiError::queue_full(self.pool.capacity()),
+            SubmitError::Closed => ApiError::unavailable("the server is shutting down"),
+        })?;
+        // On timeout (or when the client goes away and this future is dropped) the ticket is
+        // dropped with it, which marks the job cancelled.
+        let done = match tokio::time::timeout(self.config.timeout, ticket.wait()).await {
+            Err(_) => return Err(ApiError::timeout(self.config.timeout.as_millis())),
+            Ok(None) => return Err(ApiError::unavailable("the planner workers have stopped")),
+            Ok(Some(done)) => done,
+        };
+        match done.output {
+            Err(panic) => Err(ApiError::internal(panic)),
+            Ok(Ok(outcome)) => Ok((outcome, done.waited)),
+            Ok(Err(PlannerError::Grammar(m))) if request_had_tools => Err(ApiError::invalid(
+                "tools",
+                format!("the tools cannot be compiled into a grammar: {m}"),
+            )),
+            Ok(Err(PlannerError::Catalog(e))) => Err(ApiError::invalid(
+                "tools",
+                format!("invalid tool catalog: {e}"),
+            )),
+            Ok(Err(e)) => Err(ApiError::internal(format!("planning failed: {e}"))),
+        }
+    }
+
+    fn new_id(&self) -> String {
+        format!(
+            "chatcmpl-{:016x}",
+            self.next_id.fetch_add(1, Ordering::Relaxed)
+        )
+    }
+
+    fn tokens(&self, text: &str) -> usize {
+        self.planner.codec.encode(text).len()
+    }
+}
+
+/// The whole HTTP surface.
+pub fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/plan", post(plan))
+        .route("/v1/models", get(models))
+        .route("/v1/models/{id}", get(model))
+        .route("/health", get(health))
+        .route("/metrics", get(metrics))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(state.clone(), auth))
+        .layer(middleware::from_fn_with_state(state.clone(), track))
+        .with_state(state)
+}
+
+async fn track(State(st): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    let route = route_label(req.uri().path());
+    let start = Instant::now();
+    let resp = next.run(req).await;
+    st.metrics
+        .observe(route, resp.status().as_u16(), start.elapsed());
+    resp
+}
+
+async fn auth(State(st): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    let Some(key) = &st.config.api_key else {
+        return next.run(req).await;
+    };
+    if req.uri().path() == "/health" {
+        return next.run(req).await;
+    }
+    let given = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    match given.and_then(|v| v.strip_prefix("Bearer ")) {
+        None => ApiError::unauthorized("missing API key: send `Authorization: Bearer <key>`")
+            .into_response(),
+        Some(k) if !same(k.trim().as_bytes(), key.as_bytes()) => {
+            ApiError::unauthorized("invalid API key").into_response()
+        }
+        Some(_) => next.run(req).await,
+    }
+}
+
+/// Compare without an early exit on the first differing byte.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn not_found(req: Request) -> ApiError {
+    ApiError::not_found(format!(
+        "no route for {} {}",
+        req.method(),
+        req.uri().path()
+    ))
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::method_not_allowed()
+}
+
+/// The body, at most `max_body` bytes; a larger one is drained (up to a cap) and refused.
+async fn read_body(st: &AppState, req: Request) -> Result<Bytes, ApiError> {
+    let limit = st.config.max_body;
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > limit.saturating_add(DRAIN_CAP)) {
+        return Err(ApiError::too_large(limit));
+    }
+    let mut body = req.into_body();
+    let mut buf = Vec::with_capacity(declared.unwrap_or(0).min(limit));
+    let mut total = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame
+            .map_err(|e| ApiError::bad_body(format!("could not read the request body: {e}")))?;
+        if let Ok(data) = frame.into_data() {
+            total += data.len();
+            if total > limit {
+                if total > limit.saturating_add(DRAIN_CAP) {
+                    break;
+                }
+                continue;
+            }
+            buf.extend_from_slice(&data);
+        }
+    }
+    if total > limit {
+        return Err(ApiError::too_large(limit));
+    }
+    Ok(Bytes::from(buf))
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+async fn chat_completions(State(st): State<Arc<AppState>>, req: Request) -> Response {
+    match chat_inner(&st, req).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn chat_inner(st: &AppState, req: Request) -> Result<Response, ApiError> {
+    let bytes = read_body(st, req).await?;
+    let body = params::parse_object(&bytes)?;
+    let chat = openai::parse_chat(&body, &st.catalog)?;
+    let had_tools = field(&body, "tools").is_some();
+    let requires_call = openai::call_was_required(&chat.plan.tool_choice);
+    let prompt_tokens = st.tokens(&chat.plan.text);
+    let reply = if chat.turn_done && !requires_call {
+        Reply {
+            calls: Vec::new(),
+            spoken_text: None,
+            ext: openai::extension(
+                f32::NAN,
+                false,
+                Source::None,
+                Some("tool results follow the last user message: that turn was already planned"),
+            ),
+            prompt_tokens,
+            completion_tokens: 0,
+        }
+    } else {
+        let (o, _) = st.plan(chat.plan.clone(), had_tools).await?;
+        if o.calls.is_empty() && requires_call {
+            return Err(ApiError::no_plan(format!(
+                "tool_choice requires a call, but no verified plan was made{}",
+                o.reason
+                    .as_deref()
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default()
+            )));
+        }
+        Reply {
+            ext: openai::extension(o.confidence, o.escalated, o.source, o.reason.as_deref()),
+            completion_tokens: st.tokens(&o.text),
+            calls: o.calls,
+            spoken_text: o.spoken_text,
+            prompt_tokens,
+        }
+    };
+    let id = st.new_id();
+    let created = unix_now();
+    let model = &st.config.model_id;
+    if chat.stream {
+        let body = openai::sse_body(&openai::chunks(
+            &id,
+            created,
+            model,
+            &reply,
+            chat.include_usage,
+        ));
+        let mut resp = Response::new(Body::from(body));
+        let h = resp.headers_mut();
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        return Ok(resp);
+    }
+    Ok(Json(openai::completion(&id, created, model, &reply)).into_response())
+}
+
+const PLAN_FIELDS: [&str; 5] = ["request", "tools", "tool_choice", "entities", "max_calls"];
+
+/// Read a `/v1/plan` request. Unlike the OpenAI route, unknown fields are refused.
+pub fn parse_plan(body: &Object, catalog: &Arc<Catalog>) -> Result<PlanRequest, ApiError> {
+    if let Some(k) = body.keys().find(|k| !PLAN_FIELDS.contains(&k.as_str())) {
+        return Err(ApiError::invalid(
+            k,
+            format!(
+                "unknown field `{k}` (expected one of {})",
+                PLAN_FIELDS.join(", ")
+            ),
+        ));
+    }
+    let text = match body.get("request") {
+        Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
+        Some(Value::String(_)) => return Err(ApiError::invalid("request", "`request` is empty")),
+        None | Some(Value::Null) => {
+            return Err(ApiError::invalid("request", "`request` is required"))
+        }
+        Some(v) => {
+            return Err(ApiError::invalid(
+                "request",
+                format!("`request` must be a string, not {}", params::kind(v)),
+            ))
+        }
+    };
+    let request_catalog = field(body, "tools")
+        .map(|t| params::parse_tools(t, "tools"))
+        .transpose()?;
+    let effective = request_catalog.unwrap_or_else(|| catalog.clone());
+    let tool_choice = params::parse_tool_choice(field(body, "tool_choice"), &effective, true)?;
+    let entities = params::parse_entities(field(body, "entities"), "entities")?;
+    let max_calls = match params::opt_uint(body, "max_calls")? {
+        Some(0) => {
+            return Err(ApiError::invalid(
+                "max_calls",
+                "`max_calls` must be at least 1",
+            ))
+        }
+        m => m.map(|m| m as usize),
+    };
+    Ok(PlanRequest {
+        text,
+        catalog: Some(effective),
+        tool_choice,
+        max_calls,
+        entities,
+    })
+}
+
+async fn plan(State(st): State<Arc<AppState>>, req: Request) -> Response {
+    let result = async {
+        let bytes = read_body(&st, req).await?;
+        let body = params::parse_object(&bytes)?;
+        let plan = parse_plan(&body, &st.catalog)?;
+        let (o, waited) = st.plan(plan, field(&body, "tools").is_some()).await?;
+        let mut out = json!({
+            "calls": o.calls,
+            "confidence": openai::finite(o.confidence),
+            "escalated": o.escalated,
+            "source": openai::source_name(o.source),
+            "latency_ms": o.latency.as_secs_f64() * 1e3,
+            "queue_ms": waited.as_secs_f64() * 1e3,
+        });
+        if let Some(s) = &o.spoken_text {
+            out["spoken_text"] = json!(s);
+        }
+        if let Some(r) = &o.reason {
+            out["reason"] = json!(r);
+        }
+        Ok::<_, ApiError>(Json(out).into_response())
+    }
+    .await;
+    result.unwrap_or_else(IntoResponse::into_response)
+}
+
+fn model_object(st: &AppState) -> Value {
+    json!({"id": st.config.model_id, "object": "model", "created": 0, "owned_by": "plansmith",
+           "plansmith": {"tools": st.catalog.names().collect::<Vec<_>>(), "conf_floor": openai::finite(st.planner.settings.conf_floor)}})
+}
+
+async fn models(State(st): State<Arc<AppState>>) -> Json<Value> {
+    Json(json!({"object": "list", "data": [model_object(&st)]}))
+}
+
+async fn model(
+    State(st): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    if id == st.config.model_id {
+        Ok(Json(model_object(&st)))
+    } else {
+        Err(ApiError::not_found(format!(
+            "no model `{id}` (this server serves `{}`)",
+            st.config.model_id
+        )))
+    }
+}
+
+async fn health(State(st): State<Arc<AppState>>) -> Json<Value> {
+    Json(json!({"status": "ok", "model": st.config.model_id}))
+}
+
+async fn metrics(State(st): State<Arc<AppState>>) -> Response {
+    let mut resp = st.render_metrics().into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    resp
+}
+
+/// A server running on the current tokio runtime (tests, benchmarks).
+pub struct RunningServer {
+    pub addr: SocketAddr,
+    state: Arc<AppState>,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl RunningServer {
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn state(&self) -> &Arc<AppState> {
+        &self.state
+    }
+
+    /// Stop accepting, finish in-flight requests, and wait.
+    pub async fn shutdown(mut self) -> Result<(), ServeError> {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        (&mut self.task)
+            .await
+            .map_err(|e| ServeError::Io(std::io::Error::other(e)))??;
+        Ok(())
+    }
+}
+
+async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, ServeError> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServeError::Bind {
+            addr: addr.to_string(),
+            source,
+        })
+}
+
+/// Bind `config.addr` (port 0 picks one) and serve in a background task.
+pub async fn spawn(
+    planner: Arc<Planner>,
+    config: ServeConfig,
+) -> Result<RunningServer, ServeError> {
+    let listener = bind(config.addr).await?;
+    let addr = listener.local_addr()?;
+    let state = AppState::new(planner, config)?;
+    let app = router(state.clone());
+    let (tx, rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = rx.await;
+            })
+            .await
+    });
+    Ok(RunningServer {
+        addr,
+        state,
+        shutdown: Some(tx),
+        task,
+    })
+}
+
+/// Bind, report the bound address to `on_listen`, and serve until `shutdown` resolves.
+pub async fn serve(
+    planner: Arc<Planner>,
+    config: ServeConfig,
+    on_listen: impl FnOnce(SocketAddr),
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    let listener = bind(config.addr).await?;
+    let state = AppState::new(planner, config)?;
+    on_listen(listener.local_addr()?);
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await?;
+    Ok(())
+}
+
+/// [`serve`] on a runtime of its own, until Ctrl-C (what `plansmith serve` calls).
+pub fn run_blocking(
+    planner: Arc<Planner>,
+    config: ServeConfig,
+    on_listen: impl FnOnce(SocketAddr),
+) -> Result<(), ServeError> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("plansmith-http")
+        .build()?;
+    rt.block_on(serve(planner, config, on_listen, async {
+        let _ = tokio::signal::ctrl_c().await;
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constant_time_compare() {
+        assert!(same(b"abc", b"abc"));
+        assert!(!same(b"abc", b"abd"));
+        assert!(!same(b"abc", b"abcd"));
+    }
+}

@@ -1,0 +1,636 @@
+//! The server over real HTTP on 127.0.0.1:0: the bad-input matrix, tool_choice variants,
+//! streaming, the native route, metrics, auth, limits.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use axum::http::Method;
+use plansmith_serve::client::{Client, HttpResponse};
+use plansmith_serve::{spawn, RunningServer, ServeConfig};
+use serde_json::{json, Value};
+
+use common::{planner, user, weather_tools};
+
+async fn start(tweak: impl FnOnce(&mut ServeConfig)) -> RunningServer {
+    let mut config = ServeConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        workers: 2,
+        queue: 32,
+        max_body: 64 * 1024,
+        model_id: "tiny-pace".into(),
+        ..ServeConfig::default()
+    };
+    tweak(&mut config);
+    spawn(planner(), config).await.expect("server starts")
+}
+
+async fn healthy(c: &mut Client) {
+    let r = c.get("/health").await.expect("health answers");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["status"], "ok");
+}
+
+/// The error body must be OpenAI-shaped.
+fn error_of(r: &HttpResponse) -> Value {
+    let v = r.json();
+    let e = &v["error"];
+    assert!(
+        e["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "no error message: {}",
+        r.text()
+    );
+    assert!(e["type"].is_string(), "no error type: {}", r.text());
+    assert!(
+        e.get("param").is_some() && e.get("code").is_some(),
+        "{}",
+        r.text()
+    );
+    e.clone()
+}
+
+fn chat(extra: Value) -> Value {
+    let mut body = json!({"model": "tiny-pace", "messages": user("what is the weather in Paris")});
+    body.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    body
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_gets_a_clear_error_and_the_server_stays_up() {
+    let server = start(|_| {}).await;
+    let mut c = Client::new(server.addr);
+    let big = format!(
+        "{{\"messages\": [{{\"role\": \"user\", \"content\": \"{}\"}}]}}",
+        "a".repeat(100 * 1024)
+    );
+    // (what, route, raw body, status, param, message fragment)
+    let cases: Vec<(&str, &str, String, u16, Option<&str>, &str)> = vec![
+        ("malformed JSON", "/v1/chat/completions", "{\"messages\": [".into(), 400, None, "not valid JSON"),
+        ("empty body", "/v1/chat/completions", "".into(), 400, None, "empty"),
+        ("not an object", "/v1/chat/completions", "[1, 2]".into(), 400, None, "must be a JSON object"),
+        ("messages wrong type", "/v1/chat/completions", chat(json!({"messages": "hi"})).to_string(), 400, Some("messages"), "must be an array"),
+        ("empty messages", "/v1/chat/completions", chat(json!({"messages": []})).to_string(), 400, Some("messages"), "empty"),
+        ("no user message", "/v1/chat/completions", chat(json!({"messages": [{"role": "system", "content": "x"}]})).to_string(), 400, Some("messages"), "no user message"),
+        ("bad role", "/v1/chat/completions", chat(json!({"messages": [{"role": "robot", "content": "x"}]})).to_string(), 400, Some("messages[0].role"), "robot"),
+        ("blank user text", "/v1/chat/completions", chat(json!({"messages": user("   ")})).to_string(), 400, Some("messages[0].content"), "empty"),
+        ("image part", "/v1/chat/completions", chat(json!({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "http://x/y.png"}}]}]})).to_string(), 400, Some("messages[0].content[0].type"), "image_url"),
+        ("temperature wrong type", "/v1/chat/completions", chat(json!({"temperature": "hot"})).to_string(), 400, Some("temperature"), "must be a number"),
+        ("stream wrong type", "/v1/chat/completions", chat(json!({"stream": "yes"})).to_string(), 400, Some("stream"), "boolean"),
+        ("parallel_tool_calls wrong type", "/v1/chat/completions", chat(json!({"parallel_tool_calls": 0})).to_string(), 400, Some("parallel_tool_calls"), "boolean"),
+        ("n: 2", "/v1/chat/completions", chat(json!({"n": 2})).to_string(), 400, Some("n"), "`n` = 2"),
+        ("logprobs", "/v1/chat/completions", chat(json!({"logprobs": true})).to_string(), 400, Some("logprobs"), "not supported"),
+        ("response_format json", "/v1/chat/completions", chat(json!({"response_format": {"type": "json_object"}})).to_string(), 400, Some("response_format"), "json_object"),
+        ("legacy functions", "/v1/chat/completions", chat(json!({"functions": [{"name": "f", "parameters": {}}]})).to_string(), 400, Some("functions"), "send `tools`"),
+        ("tools not a catalog", "/v1/chat/completions", chat(json!({"tools": 7})).to_string(), 400, Some("tools"), "catalog"),
+        ("empty tools", "/v1/chat/completions", chat(json!({"tools": []})).to_string(), 400, Some("tools"), "empty"),
+        ("bad tool name", "/v1/chat/completions",
+            chat(json!({"tools": [{"type": "function", "function": {"name": "get weather!", "parameters": {"type": "object"}}}]})).to_string(),
+            400, Some("tools[0]"), "tools[0]"),
+        ("unsupported schema type", "/v1/chat/completions",
+            chat(json!({"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"x": {"type": "blob"}}}}}]})).to_string(),
+            400, Some("tools[0]"), "tools[0]"),
+        ("remote $ref is not fetched", "/v1/chat/completions",
+            chat(json!({"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"x": {"$ref": "http://127.0.0.1:9/x.json"}}}}}]})).to_string(),
+            400, Some("tools[0]"), "$ref"),
+        ("unknown named tool", "/v1/chat/completions",
+            chat(json!({"tools": weather_tools(), "tool_choice": {"type": "function", "function": {"name": "launch_rocket"}}})).to_string(),
+            400, Some("tool_choice.function.name"), "launch_rocket"),
+        ("tool_choice nonsense", "/v1/chat/completions", chat(json!({"tool_choice": "sometimes"})).to_string(), 400, Some("tool_choice"), "sometimes"),
+        ("bad entities", "/v1/chat/completions", chat(json!({"plansmith": {"entities": [{"type": "button", "label": 3}]}})).to_string(), 400, Some("plansmith.entities[0].label"), "non-empty string"),
+        ("oversized body", "/v1/chat/completions", big.clone(), 413, None, "65536 bytes"),
+        ("plan: missing request", "/v1/plan", json!({"tools": weather_tools()}).to_string(), 400, Some("request"), "required"),
+        ("plan: request wrong type", "/v1/plan", json!({"request": ["a"]}).to_string(), 400, Some("request"), "must be a string"),
+        ("plan: unknown field", "/v1/plan", json!({"request": "hi", "mesages": []}).to_string(), 400, Some("mesages"), "unknown field"),
+        ("plan: unknown tool", "/v1/plan", json!({"request": "hi", "tool_choice": "launch_rocket"}).to_string(), 400, Some("tool_choice"), "launch_rocket"),
+        ("plan: oversized", "/v1/plan", big, 413, None, "limit"),
+    ];
+    for (what, route, body, status, param, fragment) in cases {
+        let r = c
+            .send(Method::POST, route, &[], body)
+            .await
+            .unwrap_or_else(|e| panic!("{what}: no response: {e}"));
+        assert_eq!(r.status, status, "{what}: {}", r.text());
+        let e = error_of(&r);
+        assert!(
+            e["message"].as_str().unwrap().contains(fragment),
+            "{what}: message lacks `{fragment}`: {}",
+            r.text()
+        );
+        if let Some(p) = param {
+            assert!(
+                e["param"].as_str().is_some_and(|x| x.starts_with(p)),
+                "{what}: param is not `{p}`: {}",
+                r.text()
+            );
+        }
+        if status == 400 {
+            assert_eq!(e["type"], "invalid_request_error", "{what}");
+        }
+        healthy(&mut c).await;
+    }
+    let r = c.get("/nope").await.unwrap();
+    assert_eq!(r.status, 404);
+    error_of(&r);
+    let r = c.get("/v1/chat/completions").await.unwrap();
+    assert_eq!(r.status, 405);
+    error_of(&r);
+    healthy(&mut c).await;
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn api_key_guards_everything_but_health() {
+    let server = start(|c| c.api_key = Some("s3cret".into())).await;
+    let mut anon = Client::new(server.addr);
+    for (path, method) in [
+        ("/v1/models", Method::GET),
+        ("/metrics", Method::GET),
+        ("/v1/plan", Method::POST),
+        ("/v1/chat/completions", Method::POST),
+    ] {
+        let r = anon
+            .send(
+                method.clone(),
+                path,
+                &[],
+                json!({"request": "open safari"}).to_string(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.status, 401, "{path}");
+        assert!(error_of(&r)["message"]
+            .as_str()
+            .unwrap()
+            .contains("missing API key"));
+        let r = anon
+            .send(method, path, &[("authorization", "Bearer wrong")], "{}")
+            .await
+            .unwrap();
+        assert_eq!(r.status, 401, "{path}");
+        assert_eq!(error_of(&r)["code"], "invalid_api_key");
+        healthy(&mut anon).await;
+    }
+    let mut authed = Client::new(server.addr).with_bearer("s3cret");
+    let r = authed.get("/v1/models").await.unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["data"][0]["id"], "tiny-pace");
+    let r = authed
+        .post_json("/v1/plan", &json!({"request": "open safari"}))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    server.shutdown().await.unwrap();
+}
+
+/// `(name, arguments)` of every tool call of a non-streamed completion, checking the wire
+/// format on the way.
+fn calls_of(v: &Value, tools: &BTreeSet<&str>) -> Vec<(String, Value)> {
+    assert_eq!(v["object"], "chat.completion");
+    let choice = &v["choices"][0];
+    let msg = &choice["message"];
+    assert_eq!(msg["role"], "assistant");
+    let Some(tcs) = msg.get("tool_calls").and_then(Value::as_array) else {
+        assert_eq!(choice["finish_reason"], "stop", "{v}");
+        assert!(
+            msg["content"].as_str().is_some_and(|s| !s.is_empty()),
+            "a no-call answer has content: {v}"
+        );
+        return Vec::new();
+    };
+    assert!(!tcs.is_empty());
+    assert_eq!(choice["finish_reason"], "tool_calls", "{v}");
+    tcs.iter()
+        .enumerate()
+        .map(|(i, tc)| {
+            assert_eq!(tc["id"], format!("call_{i}"));
+            assert_eq!(tc["type"], "function");
+            let name = tc["function"]["name"].as_str().unwrap().to_string();
+            assert!(tools.contains(name.as_str()), "unknown tool {name}");
+            let args: Value = serde_json::from_str(
+                tc["function"]["arguments"]
+                    .as_str()
+                    .expect("arguments is a string"),
+            )
+            .expect("arguments parse");
+            assert!(args.is_object());
+            (name, args)
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_choice_variants_and_parallel_calls() {
+    let server = start(|_| {}).await;
+    let mut c = Client::new(server.addr);
+    let weather: BTreeSet<&str> = ["get_weather", "send_message"].into();
+    let requests = [
+        "what is the weather in Paris",
+        "text Bob that I am late",
+        "weather in Oslo and text Ann hello",
+    ];
+    for text in requests {
+        // none: never a call.
+        let r = c.post_json("/v1/chat/completions", &json!({"model": "x", "messages": user(text), "tools": weather_tools(), "tool_choice": "none"})).await.unwrap();
+        assert_eq!(r.status, 200, "{}", r.text());
+        let v = r.json();
+        assert!(calls_of(&v, &weather).is_empty(), "{v}");
+        assert_eq!(v["plansmith"]["source"], "model");
+        // required: at least one call.
+        let r = c.post_json("/v1/chat/completions", &json!({"messages": user(text), "tools": weather_tools(), "tool_choice": "required"})).await.unwrap();
+        assert_eq!(r.status, 200, "{}", r.text());
+        let v = r.json();
+        assert!(!calls_of(&v, &weather).is_empty(), "{v}");
+        assert!(v["plansmith"]["confidence"].is_number());
+        assert_eq!(v["plansmith"]["escalated"], false);
+        // named: only that tool.
+        let named = json!({"type": "function", "function": {"name": "send_message"}});
+        let r = c
+            .post_json(
+                "/v1/chat/completions",
+                &json!({"messages": user(text), "tools": weather_tools(), "tool_choice": named}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.status, 200, "{}", r.text());
+        let calls = calls_of(&r.json(), &weather);
+        assert!(
+            !calls.is_empty() && calls.iter().all(|(n, _)| n == "send_message"),
+            "{calls:?}"
+        );
+        for (_, args) in &calls {
+            assert!(
+                args["to"].is_string() && args["text"].is_string(),
+                "required keys: {args}"
+            );
+        }
+        // parallel_tool_calls = false: at most one.
+        let r = c.post_json("/v1/chat/completions", &json!({"messages": user(text), "tools": weather_tools(), "tool_choice": "required", "parallel_tool_calls": false})).await.unwrap();
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert_eq!(calls_of(&r.json(), &weather).len(), 1);
+        // auto with the planner's own catalog (no `tools`): calls, if any, are Pace verbs.
+        let r = c.post_json("/v1/chat/completions", &json!({"messages": user(text), "cache_prompt": true, "seed": 3, "temperature": 0.7, "max_tokens": 50})).await.unwrap();
+        assert_eq!(r.status, 200, "{}", r.text());
+        let p = planner();
+        let pace: BTreeSet<&str> = p.catalog.names().collect();
+        calls_of(&r.json(), &pace);
+    }
+    server.shutdown().await.unwrap();
+}
+
+/// Rebuild `(content, [(id, name, arguments)], finish_reason, plansmith)` from SSE chunks.
+fn reassemble(sse: &str) -> (Option<String>, Vec<(String, String, String)>, String, Value) {
+    assert!(sse.ends_with("data: [DONE]\n\n"), "{sse}");
+    let mut content: Option<String> = None;
+    let mut calls: Vec<(String, String, String)> = Vec::new();
+    let mut finish = String::new();
+    let mut ext = Value::Null;
+    let mut saw_role = false;
+    for event in sse.split("\n\n").filter(|e| !e.is_empty()) {
+        let data = event
+            .strip_prefix("data: ")
+            .expect("every event is a data line");
+        if data == "[DONE]" {
+            continue;
+        }
+        let chunk: Value = serde_json::from_str(data).unwrap();
+        assert_eq!(chunk["object"], "chat.completion.chunk");
+        if chunk.get("plansmith").is_some() {
+            ext = chunk["plansmith"].clone();
+        }
+        for choice in chunk["choices"].as_array().unwrap() {
+            let d = &choice["delta"];
+            if d.get("role").is_some() {
+                assert_eq!(d["role"], "assistant");
+                saw_role = true;
+            }
+            if let Some(t) = d.get("content").and_then(Value::as_str) {
+                content.get_or_insert_with(String::new).push_str(t);
+            }
+            for tc in d
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let i = tc["index"].as_u64().unwrap() as usize;
+                if i == calls.len() {
+                    assert_eq!(
+                        tc["function"]["arguments"], "",
+                        "the header delta has empty arguments"
+                    );
+                    calls.push((
+                        tc["id"].as_str().unwrap().into(),
+                        tc["function"]["name"].as_str().unwrap().into(),
+                        String::new(),
+                    ));
+                } else {
+                    calls[i]
+                        .2
+                        .push_str(tc["function"]["arguments"].as_str().unwrap());
+                }
+            }
+            if let Some(f) = choice["finish_reason"].as_str() {
+                finish = f.to_string();
+            }
+        }
+    }
+    assert!(saw_role);
+    (content.filter(|c| !c.is_empty()), calls, finish, ext)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streaming_reassembles_to_the_non_streamed_result() {
+    let server = start(|_| {}).await;
+    let mut c = Client::new(server.addr);
+    let texts = [
+        "what is the weather in Paris in celsius",
+        "text Bob that I am running late",
+        "open safari",
+    ];
+    for text in texts {
+        for choice in [json!("auto"), json!("required"), json!("none")] {
+            let body =
+                json!({"messages": user(text), "tools": weather_tools(), "tool_choice": choice});
+            let whole = c.post_json("/v1/chat/completions", &body).await.unwrap();
+            assert_eq!(whole.status, 200, "{}", whole.text());
+            let whole = whole.json();
+            let mut streamed = body.clone();
+            streamed["stream"] = json!(true);
+            streamed["stream_options"] = json!({"include_usage": true});
+            let r = c
+                .post_json("/v1/chat/completions", &streamed)
+                .await
+                .unwrap();
+            assert_eq!(r.status, 200, "{}", r.text());
+            assert!(r.headers["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("text/event-stream"));
+            let (content, calls, finish, ext) = reassemble(&r.text());
+            let msg = &whole["choices"][0]["message"];
+            let want: Vec<(String, String, String)> = msg
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|t| {
+                    (
+                        t["id"].as_str().unwrap().into(),
+                        t["function"]["name"].as_str().unwrap().into(),
+                        t["function"]["arguments"].as_str().unwrap().into(),
+                    )
+                })
+                .collect();
+            assert_eq!(calls, want, "{text} / {choice}");
+            assert_eq!(
+                content.as_deref(),
+                msg["content"].as_str(),
+                "{text} / {choice}"
+            );
+            assert_eq!(
+                finish,
+                whole["choices"][0]["finish_reason"].as_str().unwrap()
+            );
+            assert_eq!(ext["source"], whole["plansmith"]["source"]);
+            assert!(
+                r.text().contains("\"total_tokens\""),
+                "usage chunk when include_usage"
+            );
+        }
+    }
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn tool_results_end_the_turn_without_replanning() {
+    let server = start(|_| {}).await;
+    let mut c = Client::new(server.addr);
+    let messages = json!([
+        {"role": "user", "content": "what is the weather in Paris"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "call_0", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_0", "content": "sunny, 21C"}
+    ]);
+    let r = c
+        .post_json(
+            "/v1/chat/completions",
+            &json!({"messages": messages, "tools": weather_tools()}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v = r.json();
+    assert_eq!(v["choices"][0]["finish_reason"], "stop");
+    assert_eq!(
+        v["choices"][0]["message"]["content"],
+        plansmith_serve::openai::NO_CALL_TEXT
+    );
+    assert_eq!(v["plansmith"]["source"], "none");
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn native_plan_route() {
+    let server = start(|_| {}).await;
+    let mut c = Client::new(server.addr);
+    let r = c
+        .post_json("/v1/plan", &json!({"request": "open safari"}))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v = r.json();
+    for k in ["calls", "confidence", "escalated", "source", "latency_ms"] {
+        assert!(v.get(k).is_some(), "missing {k}: {v}");
+    }
+    assert_eq!(v["source"], "model");
+    let p = planner();
+    let pace: BTreeSet<&str> = p.catalog.names().collect();
+    for call in v["calls"].as_array().unwrap() {
+        assert!(pace.contains(call["name"].as_str().unwrap()));
+        assert!(
+            call["arguments"].is_object(),
+            "native calls carry arguments as an object"
+        );
+    }
+    let r = c
+        .post_json("/v1/plan", &json!({"request": "text Bob hello", "tools": weather_tools(), "tool_choice": "send_message",
+                                       "entities": [{"type": "contact", "label": "Bob"}]}))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    let calls = r.json()["calls"].as_array().unwrap().clone();
+    assert!(
+        !calls.is_empty() && calls.iter().all(|c| c["name"] == "send_message"),
+        "{calls:?}"
+    );
+    let r = c
+        .post_json(
+            "/v1/plan",
+            &json!({"request": "open safari", "tool_choice": "none"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.json()["calls"], json!([]));
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn escalation_without_a_teacher_is_explicit() {
+    // A floor no plan reaches: everything escalates, and with no teacher nothing is emitted.
+    let strict = std::sync::Arc::new(common::train_tiny(f32::MAX));
+    let config = ServeConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        workers: 1,
+        ..ServeConfig::default()
+    };
+    let server = spawn(strict, config).await.unwrap();
+    let mut c = Client::new(server.addr);
+    let r = c
+        .post_json("/v1/plan", &json!({"request": "open safari"}))
+        .await
+        .unwrap();
+    let v = r.json();
+    assert_eq!(
+        (
+            v["escalated"].clone(),
+            v["source"].clone(),
+            v["calls"].clone()
+        ),
+        (json!(true), json!("none"), json!([])),
+        "{v}"
+    );
+    assert!(v["reason"].as_str().unwrap().contains("below floor"));
+    let r = c
+        .post_json(
+            "/v1/chat/completions",
+            &json!({"messages": user("open safari")}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200);
+    let v = r.json();
+    assert_eq!(v["choices"][0]["finish_reason"], "stop");
+    assert_eq!(v["plansmith"]["escalated"], true);
+    let r = c
+        .post_json(
+            "/v1/chat/completions",
+            &json!({"messages": user("open safari"), "tool_choice": "required"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert_eq!(error_of(&r)["code"], "no_verified_plan");
+    let m = c.get("/metrics").await.unwrap().text();
+    assert!(m.contains("plansmith_escalations_total 3"), "{m}");
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_routes_statuses_and_caches() {
+    let server = start(|_| {}).await;
+    let mut c = Client::new(server.addr);
+    for _ in 0..3 {
+        let r = c
+            .post_json("/v1/plan", &json!({"request": "open safari"}))
+            .await
+            .unwrap();
+        assert_eq!(r.status, 200);
+    }
+    let r = c
+        .post_json(
+            "/v1/chat/completions",
+            &json!({"messages": user("weather in Rome"), "tools": weather_tools()}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200);
+    let r = c.post_json("/v1/plan", &json!({})).await.unwrap();
+    assert_eq!(r.status, 400);
+    let r = c.get("/metrics").await.unwrap();
+    assert_eq!(r.status, 200);
+    assert!(r.headers["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/plain"));
+    let m = r.text();
+    for want in [
+        "plansmith_http_requests_total{route=\"/v1/plan\",status=\"200\"} 3",
+        "plansmith_http_requests_total{route=\"/v1/plan\",status=\"400\"} 1",
+        "plansmith_http_requests_total{route=\"/v1/chat/completions\",status=\"200\"} 1",
+        "# TYPE plansmith_http_request_duration_seconds histogram",
+        "plansmith_http_request_duration_seconds_count{route=\"/v1/plan\"} 4",
+        "plansmith_http_request_duration_seconds_bucket{route=\"/v1/plan\",le=\"+Inf\"} 4",
+        "# TYPE plansmith_escalations_total counter",
+        "plansmith_grammar_cache_hits_total",
+        "plansmith_grammar_cache_misses_total",
+        "plansmith_prefix_cache_hits_total",
+        "plansmith_prefix_cache_misses_total",
+        "plansmith_queue_depth 0",
+        "plansmith_workers 2",
+    ] {
+        assert!(m.contains(want), "metrics lack `{want}`:\n{m}");
+    }
+    let value = |name: &str| -> f64 {
+        m.lines()
+            .find_map(|l| l.strip_prefix(name).and_then(|r| r.trim().parse().ok()))
+            .unwrap_or_else(|| panic!("{name} missing"))
+    };
+    assert!(value("plansmith_plans_total ") >= 4.0);
+    assert!(
+        value("plansmith_grammar_cache_hits_total ") >= 1.0,
+        "the same catalog and choice reuse the compiled grammar"
+    );
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeouts_and_a_full_queue_answer_cleanly() {
+    let server = start(|c| c.timeout = Duration::ZERO).await;
+    let mut c = Client::new(server.addr);
+    let r = c
+        .post_json("/v1/plan", &json!({"request": "open safari"}))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 504, "{}", r.text());
+    assert_eq!(error_of(&r)["code"], "timeout");
+    healthy(&mut c).await;
+    server.shutdown().await.unwrap();
+
+    // One worker and no waiting room: concurrent requests either plan or get 429, never hang.
+    let server = start(|c| {
+        c.workers = 1;
+        c.queue = 0;
+    })
+    .await;
+    let addr = server.addr;
+    let tasks: Vec<_> = (0..12)
+        .map(|i| {
+            tokio::spawn(async move {
+                let mut c = Client::new(addr);
+                c.post_json("/v1/plan", &json!({"request": format!("open safari {i}")}))
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut busy = 0;
+    for t in tasks {
+        let r = t.await.unwrap();
+        match r.status {
+            200 => {}
+            429 => {
+                busy += 1;
+                assert_eq!(error_of(&r)["code"], "queue_full");
+            }
+            s => panic!("unexpected {s}: {}", r.text()),
+        }
+    }
+    let m = Client::new(addr).get("/metrics").await.unwrap().text();
+    assert!(
+        m.contains(&format!("plansmith_queue_rejected_total {busy}")),
+        "{m}"
+    );
+    server.shutdown().await.unwrap();
+}
