@@ -41,6 +41,8 @@ enum Command {
     /// Generate, augment, import and export training data.
     #[command(subcommand)]
     Data(cmd::data::DataCommand),
+    /// Serve a planner over HTTP: OpenAI-compatible tool calling, /v1/plan, /metrics.
+    Serve(cmd::serve::ServeArgs),
     /// Print the constraint grammar (llguidance Lark) for a catalog.
     Grammar(cmd::grammar::GrammarArgs),
     /// Convert a plan between syntaxes, or to legacy executor tags.
@@ -65,6 +67,7 @@ fn main() -> ExitCode {
         Command::Train(a) => cmd::train::run(a),
         Command::Eval(c) => cmd::eval::run(c),
         Command::Data(c) => cmd::data::run(c),
+        Command::Serve(a) => cmd::serve::run(a),
         Command::Grammar(a) => cmd::grammar::run(a),
         Command::Render(a) => cmd::render::run(a),
         Command::Bench(c) => cmd::bench::run(c),

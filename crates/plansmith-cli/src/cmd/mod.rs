@@ -5,5 +5,6 @@ pub mod eval;
 pub mod grammar;
 pub mod plan;
 pub mod render;
+pub mod serve;
 pub mod train;
 pub mod validate;

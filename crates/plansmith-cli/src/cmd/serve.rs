@@ -1,0 +1,89 @@
+//! `plansmith serve`: the OpenAI-compatible HTTP server (see crates/plansmith-serve).
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use plansmith_serve::ServeConfig;
+
+use super::plan::{load_planner, PlannerArgs};
+use crate::Outcome;
+
+#[derive(Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub planner: PlannerArgs,
+    /// Catalog for requests that send no `tools` (default: the planner's own).
+    #[arg(long)]
+    pub tools: Option<PathBuf>,
+    /// Address to listen on. Loopback by default; port 0 picks a free port.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub addr: SocketAddr,
+    /// Require `Authorization: Bearer KEY` on every route but /health.
+    #[arg(long, env = "PLANSMITH_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Planner worker threads (default: the number of CPUs).
+    #[arg(long)]
+    pub workers: Option<usize>,
+    /// Requests that may wait for a worker; more are answered 429.
+    #[arg(long, default_value_t = 64)]
+    pub queue: usize,
+    /// Per-request limit on waiting + planning, in milliseconds; beyond it, 504.
+    #[arg(long, default_value_t = 30_000)]
+    pub timeout_ms: u64,
+    /// Largest request body in bytes; larger ones are answered 413.
+    #[arg(long, default_value_t = 1 << 20)]
+    pub max_body: usize,
+    /// Model id for /v1/models and responses (default: the planner directory's name).
+    #[arg(long)]
+    pub model_id: Option<String>,
+}
+
+impl ServeArgs {
+    pub fn config(&self) -> anyhow::Result<ServeConfig> {
+        if self.timeout_ms == 0 {
+            anyhow::bail!("--timeout-ms must be at least 1");
+        }
+        if self.workers == Some(0) {
+            anyhow::bail!("--workers must be at least 1");
+        }
+        let tools = self.tools.as_ref().map(super::catalog::load).transpose()?.map(Arc::new);
+        let model_id = self.model_id.clone().unwrap_or_else(|| {
+            self.planner
+                .planner
+                .as_ref()
+                .and_then(|d| d.file_name())
+                .map(|n| format!("plansmith-{}", n.to_string_lossy()))
+                .unwrap_or_else(|| "plansmith-default".into())
+        });
+        let defaults = ServeConfig::default();
+        Ok(ServeConfig {
+            addr: self.addr,
+            tools,
+            api_key: self.api_key.clone().filter(|k| !k.is_empty()),
+            workers: self.workers.unwrap_or(defaults.workers),
+            queue: self.queue,
+            timeout: Duration::from_millis(self.timeout_ms),
+            max_body: self.max_body,
+            model_id,
+        })
+    }
+}
+
+pub fn run(args: ServeArgs) -> anyhow::Result<Outcome> {
+    let config = args.config()?;
+    let planner = Arc::new(load_planner(&args.planner)?);
+    if !config.addr.ip().is_loopback() && config.api_key.is_none() {
+        eprintln!("warning: listening on {} without --api-key: anyone who can reach it can use the planner", config.addr);
+    }
+    let model = config.model_id.clone();
+    let workers = config.workers;
+    plansmith_serve::run_blocking(planner, config, |addr| {
+        println!("plansmith serving {model} on http://{addr} ({workers} workers)");
+        let _ = std::io::stdout().flush();
+    })?;
+    Ok(Outcome::Ok)
+}
