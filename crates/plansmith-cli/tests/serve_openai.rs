@@ -23,11 +23,21 @@ fn openai_python_client_against_plansmith_serve() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
     let dir = std::env::temp_dir().join(format!("plansmith-serve-e2e-{}", std::process::id()));
     let planner_dir = dir.join("tiny");
-    common::train_tiny(f32::MIN).save(&planner_dir).expect("save the tiny planner");
+    common::train_tiny(f32::MIN)
+        .save(&planner_dir)
+        .expect("save the tiny planner");
 
     let key = "e2e-secret";
     let mut child = Command::new(env!("CARGO_BIN_EXE_plansmith"))
-        .args(["serve", "--planner", planner_dir.to_str().unwrap(), "--addr", "127.0.0.1:0", "--workers", "2"])
+        .args([
+            "serve",
+            "--planner",
+            planner_dir.to_str().unwrap(),
+            "--addr",
+            "127.0.0.1:0",
+            "--workers",
+            "2",
+        ])
         .args(["--floor", "-1e30", "--model-id", "tiny-e2e"])
         .env("PLANSMITH_API_KEY", key)
         .stdout(Stdio::piped())
@@ -37,7 +47,9 @@ fn openai_python_client_against_plansmith_serve() {
     let stdout = child.stdout.take().unwrap();
     let server = Server(child);
     let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).expect("read the listen line");
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("read the listen line");
     let url = line
         .split_whitespace()
         .find(|w| w.starts_with("http://"))
@@ -47,7 +59,14 @@ fn openai_python_client_against_plansmith_serve() {
 
     let out = Command::new("python3")
         .arg(format!("{root}/crates/plansmith-serve/tests/e2e_openai.py"))
-        .args(["--base-url", &format!("{url}/v1"), "--api-key", key, "--model", "tiny-e2e"])
+        .args([
+            "--base-url",
+            &format!("{url}/v1"),
+            "--api-key",
+            key,
+            "--model",
+            "tiny-e2e",
+        ])
         .env("NO_PROXY", "127.0.0.1,localhost")
         .output()
         .expect("python3 must be installed to run the OpenAI client end-to-end test");
@@ -56,5 +75,9 @@ fn openai_python_client_against_plansmith_serve() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     println!("{stdout}");
-    assert!(out.status.success(), "e2e_openai.py failed ({}):\n{stdout}\n{stderr}", out.status);
+    assert!(
+        out.status.success(),
+        "e2e_openai.py failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
 }

@@ -280,12 +280,14 @@ fn content_text(content: Option<&Value>, here: &str) -> Result<String, ApiError>
                             ))
                         }
                     },
-                    Some(t) => return Err(ApiError::unsupported(
-                        format!("{at}.type"),
-                        format!(
+                    Some(t) => {
+                        return Err(ApiError::unsupported(
+                            format!("{at}.type"),
+                            format!(
                             "content part type `{t}` at `{at}` is not supported: only text parts"
                         ),
-                    )),
+                        ))
+                    }
                     None => {
                         return Err(ApiError::invalid(
                             format!("{at}.type"),

@@ -206,8 +206,10 @@ mod tests {
     use super::*;
     use std::sync::mpsc;
 
+    type Gated = (Pool<u32, u32>, mpsc::Sender<()>, Arc<Mutex<Vec<u32>>>);
+
     /// A pool whose one worker blocks on a gate until the test opens it.
-    fn gated() -> (Pool<u32, u32>, mpsc::Sender<()>, Arc<Mutex<Vec<u32>>>) {
+    fn gated() -> Gated {
         let (gate_tx, gate_rx) = mpsc::channel::<()>();
         let gate = Mutex::new(gate_rx);
         let ran = Arc::new(Mutex::new(Vec::new()));

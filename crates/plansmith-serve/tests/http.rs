@@ -67,7 +67,8 @@ async fn bad_input_gets_a_clear_error_and_the_server_stays_up() {
         "a".repeat(100 * 1024)
     );
     // (what, route, raw body, status, param, message fragment)
-    let cases: Vec<(&str, &str, String, u16, Option<&str>, &str)> = vec![
+    type Case<'a> = (&'a str, &'a str, String, u16, Option<&'a str>, &'a str);
+    let cases: Vec<Case> = vec![
         ("malformed JSON", "/v1/chat/completions", "{\"messages\": [".into(), 400, None, "not valid JSON"),
         ("empty body", "/v1/chat/completions", "".into(), 400, None, "empty"),
         ("not an object", "/v1/chat/completions", "[1, 2]".into(), 400, None, "must be a JSON object"),
@@ -281,7 +282,9 @@ async fn tool_choice_variants_and_parallel_calls() {
 }
 
 /// Rebuild `(content, [(id, name, arguments)], finish_reason, plansmith)` from SSE chunks.
-fn reassemble(sse: &str) -> (Option<String>, Vec<(String, String, String)>, String, Value) {
+type Reassembled = (Option<String>, Vec<(String, String, String)>, String, Value);
+
+fn reassemble(sse: &str) -> Reassembled {
     assert!(sse.ends_with("data: [DONE]\n\n"), "{sse}");
     let mut content: Option<String> = None;
     let mut calls: Vec<(String, String, String)> = Vec::new();

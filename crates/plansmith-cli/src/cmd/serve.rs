@@ -50,7 +50,12 @@ impl ServeArgs {
         if self.workers == Some(0) {
             anyhow::bail!("--workers must be at least 1");
         }
-        let tools = self.tools.as_ref().map(super::catalog::load).transpose()?.map(Arc::new);
+        let tools = self
+            .tools
+            .as_ref()
+            .map(super::catalog::load)
+            .transpose()?
+            .map(Arc::new);
         let model_id = self.model_id.clone().unwrap_or_else(|| {
             self.planner
                 .planner
