@@ -20,6 +20,10 @@ use clap::{Parser, Subcommand};
         plansmith validate --tools examples/pace/tools.json --request 'open safari' \\\n      'open(target.type=app; target.label=safari)'"
 )]
 struct Cli {
+    /// Compute threads for model work (sets RAYON_NUM_THREADS). On a busy machine 1 is
+    /// often faster than 2: candle's pool spins while its threads wait for a core.
+    #[arg(long, global = true, env = "PLANSMITH_THREADS")]
+    threads: Option<usize>,
     #[command(subcommand)]
     command: Command,
 }
@@ -60,6 +64,10 @@ pub enum Outcome {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(n) = cli.threads {
+        // Before any thread pool exists: candle and rayon read it on first use.
+        std::env::set_var("RAYON_NUM_THREADS", n.max(1).to_string());
+    }
     let result = match cli.command {
         Command::Catalog(c) => cmd::catalog::run(c),
         Command::Validate(a) => cmd::validate::run(a),

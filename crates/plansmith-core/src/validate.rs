@@ -132,6 +132,48 @@ fn check_copies(
     }
 }
 
+/// Arguments in schema property order (nested objects too): the order a grammar emits keys
+/// in, so training targets match what constrained decoding can produce.
+pub fn schema_order(plan: &Plan, catalog: &Catalog) -> Plan {
+    fn order(schema: &Value, value: &Value) -> Value {
+        match value {
+            Value::Object(m) => {
+                let mut out = Map::new();
+                if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+                    for (k, sub) in props {
+                        if let Some(v) = m.get(k) {
+                            out.insert(k.clone(), order(sub, v));
+                        }
+                    }
+                }
+                for (k, v) in m {
+                    if !out.contains_key(k) {
+                        out.insert(k.clone(), v.clone());
+                    }
+                }
+                Value::Object(out)
+            }
+            Value::Array(items) => match schema.get("items") {
+                Some(sub) => Value::Array(items.iter().map(|v| order(sub, v)).collect()),
+                None => value.clone(),
+            },
+            other => other.clone(),
+        }
+    }
+    let calls = plan
+        .calls
+        .iter()
+        .map(|call| match catalog.get(&call.name) {
+            Some(tool) => {
+                let ordered = order(&tool.parameters, &Value::Object(call.arguments.clone()));
+                Call::new(call.name.clone(), ordered.as_object().cloned().unwrap_or_default())
+            }
+            None => call.clone(),
+        })
+        .collect();
+    Plan { calls, spoken_text: plan.spoken_text.clone() }
+}
+
 /// Type untyped (DSL) values from each tool's schema. Values that do not fit stay strings,
 /// so validation reports them instead of guessing.
 pub fn type_values(plan: &Plan, catalog: &Catalog) -> Plan {

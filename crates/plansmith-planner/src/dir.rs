@@ -118,5 +118,7 @@ pub fn default_planner() -> Result<Planner, PlannerError> {
 }
 
 mod embedded {
-    pub const PLANNER: Option<(&[u8], &[u8])> = None;
+    /// Re-trained by `scripts/train-default.sh`.
+    pub const PLANNER: Option<(&[u8], &[u8])> =
+        Some((include_bytes!("../default/planner.json"), include_bytes!("../default/model.safetensors")));
 }

@@ -65,7 +65,8 @@ pub fn pairs(traces: &[Trace], catalog: &Catalog, settings: &PlannerSettings) ->
                 }
                 None => catalog,
             };
-            let mut completion = settings.syntax.render(&t.plan());
+            let plan = plansmith_core::validate::schema_order(&t.plan(), cat);
+            let mut completion = settings.syntax.render(&plan);
             if !completion.ends_with('\n') {
                 completion.push('\n');
             }
@@ -94,6 +95,18 @@ pub fn train_planner(
     catalog: Catalog,
     spec: &TrainSpec,
     progress: Progress,
+    eval_progress: impl FnMut(&str, usize, usize),
+) -> Result<Trained, PlannerError> {
+    train_planner_from(splits, catalog, spec, None, progress, eval_progress)
+}
+
+/// Like [`train_planner`], continuing from `init`'s weights and codec (its model shape wins).
+pub fn train_planner_from(
+    splits: &Splits,
+    catalog: Catalog,
+    spec: &TrainSpec,
+    init: Option<Planner>,
+    progress: Progress,
     mut eval_progress: impl FnMut(&str, usize, usize),
 ) -> Result<Trained, PlannerError> {
     if splits.train.is_empty() {
@@ -101,8 +114,17 @@ pub fn train_planner(
     }
     let train_pairs = pairs(&splits.train, &catalog, &spec.settings)?;
     let longest = train_pairs.iter().map(|(p, c)| p.chars().count() + c.chars().count()).max().unwrap_or(0);
-    let codec = CharCodec::from_corpus(train_pairs.iter().flat_map(|(p, c)| [p.as_str(), c.as_str()]));
-    let mut cfg = spec.model.clone();
+    let (codec, init_model) = match init {
+        Some(p) => (p.codec.clone(), Some(p.model)),
+        None => (
+            AnyCodec::Char(CharCodec::from_corpus(train_pairs.iter().flat_map(|(p, c)| [p.as_str(), c.as_str()]))),
+            None,
+        ),
+    };
+    let mut cfg = match &init_model {
+        Some(m) => m.config().clone(),
+        None => spec.model.clone(),
+    };
     cfg.vocab = plansmith_lm::Codec::vocab_size(&codec);
     if longest > cfg.block {
         return Err(PlannerError::Data(format!(
@@ -111,9 +133,12 @@ pub fn train_planner(
         )));
     }
     let device = candle_core::Device::Cpu;
-    let mut model = TinyGpt::new(cfg, spec.train.seed, &device)?;
+    let mut model = match init_model {
+        Some(m) => m,
+        None => TinyGpt::new(cfg, spec.train.seed, &device)?,
+    };
     let report = fit_pairs(&mut model, &codec, &train_pairs, &spec.train, progress)?;
-    let mut planner = Planner::new(model, AnyCodec::Char(codec), catalog, spec.settings.clone(), PlannerMeta::default())?;
+    let mut planner = Planner::new(model, codec, catalog, spec.settings.clone(), PlannerMeta::default())?;
     let mode = spec.settings.confidence;
     let mut meta = PlannerMeta {
         training: serde_json::json!({

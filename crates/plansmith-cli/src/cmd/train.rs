@@ -4,7 +4,7 @@ use clap::Args;
 use plansmith_core::trace::read_traces;
 use plansmith_core::{Policy, Syntax};
 use plansmith_lm::{PosEncoding, Progress, TinyGptConfig, TrainConfig};
-use plansmith_planner::train::{split, train_planner, Splits, TrainSpec};
+use plansmith_planner::train::{split, train_planner_from, Splits, TrainSpec};
 use plansmith_planner::{ConfidenceMode, PlannerSettings};
 
 use crate::Outcome;
@@ -58,6 +58,9 @@ pub struct TrainArgs {
     /// Confidence counts only tokens the model chose (chosen) or forced ones too (all).
     #[arg(long, default_value = "chosen")]
     confidence: String,
+    /// Continue training from this planner's weights and codec (e.g. after harvesting).
+    #[arg(long)]
+    init: Option<PathBuf>,
     /// Print the final report as JSON.
     #[arg(long)]
     json: bool,
@@ -120,10 +123,12 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
         );
     }
     let bar = (!args.quiet).then(|| crate::progress::bar(0, "evaluating"));
-    let trained = train_planner(
+    let init = args.init.as_ref().map(|d| plansmith_planner::Planner::load(d)).transpose()?;
+    let trained = train_planner_from(
         &splits,
         catalog,
         &spec,
+        init,
         if args.quiet { Progress::Hidden } else { Progress::Bar },
         |stage, done, total| {
             if let Some(b) = &bar {
