@@ -70,20 +70,30 @@ impl CatalogFormat {
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogError {
     #[error("cannot read catalog {path}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("catalog is not valid JSON: {0}")]
     Json(#[from] serde_json::Error),
     #[error("{message} at {path}")]
     Invalid { path: String, message: String },
     #[error("duplicate tool name `{name}` at {path} (first defined at {first})")]
-    Duplicate { name: String, path: String, first: String },
+    Duplicate {
+        name: String,
+        path: String,
+        first: String,
+    },
     #[error("{0}")]
     Schema(SchemaProblem),
 }
 
 impl CatalogError {
     fn invalid(path: impl Into<String>, message: impl Into<String>) -> Self {
-        CatalogError::Invalid { path: path.into(), message: message.into() }
+        CatalogError::Invalid {
+            path: path.into(),
+            message: message.into(),
+        }
     }
 
     /// The JSON path the error points at, when it has one.
@@ -106,8 +116,10 @@ pub struct Catalog {
 impl Catalog {
     pub fn from_file(path: impl AsRef<Path>) -> Result<Catalog, CatalogError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| CatalogError::Io { path: path.display().to_string(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| CatalogError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
         Catalog::from_json_str(&text)
     }
 
@@ -122,11 +134,18 @@ impl Catalog {
             Value::Array(a) => (a.iter().collect(), "$"),
             Value::Object(m) => match m.get("tools") {
                 Some(Value::Array(a)) => (a.iter().collect(), "$.tools"),
-                Some(_) => return Err(CatalogError::invalid("$.tools", "`tools` must be an array")),
+                Some(_) => {
+                    return Err(CatalogError::invalid("$.tools", "`tools` must be an array"))
+                }
                 // A single tool object (e.g. one BFCL function doc).
                 None => (vec![value], "$"),
             },
-            _ => return Err(CatalogError::invalid("$", "a catalog must be an array of tools or {\"tools\": [...]}")),
+            _ => {
+                return Err(CatalogError::invalid(
+                    "$",
+                    "a catalog must be an array of tools or {\"tools\": [...]}",
+                ))
+            }
         };
         let mut tools = Vec::with_capacity(items.len());
         let mut format = None;
@@ -226,7 +245,13 @@ impl Catalog {
             let params: Vec<String> = tool
                 .param_names()
                 .into_iter()
-                .map(|p| if required.contains(&p) { p.to_string() } else { format!("{p}?") })
+                .map(|p| {
+                    if required.contains(&p) {
+                        p.to_string()
+                    } else {
+                        format!("{p}?")
+                    }
+                })
                 .collect();
             line.push(' ');
             line.push_str(&tool.name);
@@ -242,14 +267,19 @@ impl Catalog {
 pub fn is_valid_tool_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 128
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
         && !name.starts_with('.')
         && !name.ends_with('.')
 }
 
 /// Characters a parameter name may use: no DSL separators, no `.` (it nests), no whitespace.
 pub fn is_valid_param_name(name: &str) -> bool {
-    !name.is_empty() && !name.chars().any(|c| c.is_whitespace() || "()|=;.\"".contains(c))
+    !name.is_empty()
+        && !name
+            .chars()
+            .any(|c| c.is_whitespace() || "()|=;.\"".contains(c))
 }
 
 fn import_tool(item: &Value, path: &str) -> Result<(Tool, CatalogFormat), CatalogError> {
@@ -258,16 +288,20 @@ fn import_tool(item: &Value, path: &str) -> Result<(Tool, CatalogFormat), Catalo
         .ok_or_else(|| CatalogError::invalid(path, "a tool must be a JSON object"))?;
     let (format, body, body_path): (CatalogFormat, &Map<String, Value>, String) =
         if let Some(function) = obj.get("function") {
-            let f = function
-                .as_object()
-                .ok_or_else(|| CatalogError::invalid(format!("{path}.function"), "`function` must be an object"))?;
+            let f = function.as_object().ok_or_else(|| {
+                CatalogError::invalid(format!("{path}.function"), "`function` must be an object")
+            })?;
             (CatalogFormat::OpenAi, f, format!("{path}.function"))
         } else if obj.contains_key("inputSchema") {
             (CatalogFormat::Mcp, obj, path.to_string())
         } else if obj.contains_key("input_schema") {
             (CatalogFormat::Anthropic, obj, path.to_string())
         } else {
-            (detect_parameters_format(obj.get("parameters")), obj, path.to_string())
+            (
+                detect_parameters_format(obj.get("parameters")),
+                obj,
+                path.to_string(),
+            )
         };
     if format == CatalogFormat::OpenAi {
         if let Some(t) = obj.get("type") {
@@ -281,11 +315,24 @@ fn import_tool(item: &Value, path: &str) -> Result<(Tool, CatalogFormat), Catalo
     }
     let name = match body.get("name") {
         Some(Value::String(s)) => s.clone(),
-        Some(_) => return Err(CatalogError::invalid(format!("{body_path}.name"), "tool name must be a string")),
-        None => return Err(CatalogError::invalid(body_path.clone(), "tool has no `name`")),
+        Some(_) => {
+            return Err(CatalogError::invalid(
+                format!("{body_path}.name"),
+                "tool name must be a string",
+            ))
+        }
+        None => {
+            return Err(CatalogError::invalid(
+                body_path.clone(),
+                "tool has no `name`",
+            ))
+        }
     };
     if name.is_empty() {
-        return Err(CatalogError::invalid(format!("{body_path}.name"), "tool name is empty"));
+        return Err(CatalogError::invalid(
+            format!("{body_path}.name"),
+            "tool name is empty",
+        ));
     }
     if !is_valid_tool_name(&name) {
         return Err(CatalogError::invalid(
@@ -297,7 +344,10 @@ fn import_tool(item: &Value, path: &str) -> Result<(Tool, CatalogFormat), Catalo
         None | Some(Value::Null) => String::new(),
         Some(Value::String(s)) => s.clone(),
         Some(_) => {
-            return Err(CatalogError::invalid(format!("{body_path}.description"), "description must be a string"))
+            return Err(CatalogError::invalid(
+                format!("{body_path}.description"),
+                "description must be a string",
+            ))
         }
     };
     let (key, raw) = match format {
@@ -306,9 +356,13 @@ fn import_tool(item: &Value, path: &str) -> Result<(Tool, CatalogFormat), Catalo
         _ => ("parameters", body.get("parameters")),
     };
     let schema_path = format!("{body_path}.{key}");
-    let raw = raw.cloned().unwrap_or_else(|| json!({"type": "object", "properties": {}}));
+    let raw = raw
+        .cloned()
+        .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
     let converted = match format {
-        CatalogFormat::Bfcl => schema::from_bfcl(&raw, &schema_path).map_err(CatalogError::Schema)?,
+        CatalogFormat::Bfcl => {
+            schema::from_bfcl(&raw, &schema_path).map_err(CatalogError::Schema)?
+        }
         CatalogFormat::Xlam => {
             let table = raw.as_object().cloned().unwrap_or_default();
             schema::from_xlam(&table, &schema_path).map_err(CatalogError::Schema)?
@@ -316,7 +370,8 @@ fn import_tool(item: &Value, path: &str) -> Result<(Tool, CatalogFormat), Catalo
         _ => raw,
     };
     schema::check_object_schema(&converted, &schema_path).map_err(CatalogError::Schema)?;
-    let mut parameters = schema::normalize(&converted, &schema_path).map_err(CatalogError::Schema)?;
+    let mut parameters =
+        schema::normalize(&converted, &schema_path).map_err(CatalogError::Schema)?;
     if let Value::Object(m) = &mut parameters {
         m.insert("type".into(), json!("object"));
         m.entry("properties").or_insert_with(|| json!({}));
@@ -326,7 +381,15 @@ fn import_tool(item: &Value, path: &str) -> Result<(Tool, CatalogFormat), Catalo
     check_param_names(&parameters, &schema_path)?;
     check_required_declared(&parameters, &schema_path)?;
     let annotations = obj.get("annotations").cloned();
-    Ok((Tool { name, description, parameters, annotations }, format))
+    Ok((
+        Tool {
+            name,
+            description,
+            parameters,
+            annotations,
+        },
+        format,
+    ))
 }
 
 fn detect_parameters_format(parameters: Option<&Value>) -> CatalogFormat {
@@ -335,9 +398,10 @@ fn detect_parameters_format(parameters: Option<&Value>) -> CatalogFormat {
             if p.get("type").and_then(Value::as_str) == Some("dict") {
                 CatalogFormat::Bfcl
             } else if !p.is_empty()
-                && !p.get("type").is_some_and(Value::is_string)
-                && !p.get("properties").is_some_and(|v| v.get("type").is_none())
-                && p.values().all(|v| v.get("type").is_some_and(Value::is_string))
+                && p.get("type").is_none_or(|t| !t.is_string())
+                && p.get("properties").is_none_or(|v| v.get("type").is_some())
+                && p.values()
+                    .all(|v| v.get("type").is_some_and(Value::is_string))
             {
                 CatalogFormat::Xlam
             } else {

@@ -13,7 +13,10 @@ pub struct Call {
 
 impl Call {
     pub fn new(name: impl Into<String>, arguments: Map<String, Value>) -> Self {
-        Call { name: name.into(), arguments }
+        Call {
+            name: name.into(),
+            arguments,
+        }
     }
 }
 
@@ -27,7 +30,10 @@ pub struct Plan {
 
 impl Plan {
     pub fn new(calls: Vec<Call>) -> Self {
-        Plan { calls, spoken_text: None }
+        Plan {
+            calls,
+            spoken_text: None,
+        }
     }
 
     pub fn no_call() -> Self {

@@ -44,14 +44,20 @@ pub struct Policy {
 impl Default for Policy {
     /// No copy constraint: the right default for chat-model syntaxes.
     fn default() -> Self {
-        Policy { copy: CopyRule::None, copy_unit: CopyUnit::Words }
+        Policy {
+            copy: CopyRule::None,
+            copy_unit: CopyUnit::Words,
+        }
     }
 }
 
 impl Policy {
     /// The plan-DSL default: every free string and number is copied, word-aligned.
     pub fn copy_free_strings() -> Self {
-        Policy { copy: CopyRule::FreeStrings, copy_unit: CopyUnit::Words }
+        Policy {
+            copy: CopyRule::FreeStrings,
+            copy_unit: CopyUnit::Words,
+        }
     }
 
     /// Whether the string parameter at `path` of `tool`, whose schema is `schema`,
@@ -74,9 +80,15 @@ pub fn is_copied(value: &str, request: &str, unit: CopyUnit) -> bool {
         CopyUnit::Chars => request.contains(value),
         CopyUnit::Words => request.match_indices(value).any(|(start, _)| {
             let end = start + value.len();
-            let before_ok = request[..start].chars().next_back().is_none_or(|c| !is_word_char(c))
+            let before_ok = request[..start]
+                .chars()
+                .next_back()
+                .is_none_or(|c| !is_word_char(c))
                 || !value.chars().next().is_some_and(is_word_char);
-            let after_ok = request[end..].chars().next().is_none_or(|c| !is_word_char(c))
+            let after_ok = request[end..]
+                .chars()
+                .next()
+                .is_none_or(|c| !is_word_char(c))
                 || !value.chars().next_back().is_some_and(is_word_char);
             before_ok && after_ok
         }),
@@ -98,7 +110,11 @@ mod tests {
         assert!(!is_copied("424", "refund order 4242 now", CopyUnit::Words));
         assert!(is_copied("424", "refund order 4242 now", CopyUnit::Chars));
         assert!(!is_copied("4202", "refund order 4242 now", CopyUnit::Chars));
-        assert!(is_copied("Save draft", "click Save draft.", CopyUnit::Words));
+        assert!(is_copied(
+            "Save draft",
+            "click Save draft.",
+            CopyUnit::Words
+        ));
         assert!(is_copied("cmd+s", "press cmd+s", CopyUnit::Words));
         assert!(!is_copied("", "x", CopyUnit::Chars));
     }

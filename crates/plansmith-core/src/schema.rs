@@ -37,7 +37,9 @@ const SUPPORTED: &[&str] = &[
     "strict",
 ];
 
-const TYPES: &[&str] = &["string", "integer", "number", "boolean", "object", "array", "null"];
+const TYPES: &[&str] = &[
+    "string", "integer", "number", "boolean", "object", "array", "null",
+];
 
 /// A schema problem, located by a JSON path relative to the schema root.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,14 +61,19 @@ impl std::fmt::Display for SchemaProblem {
             SchemaProblemKind::Unsupported(k) => {
                 write!(f, "unsupported schema feature `{k}` at {}", self.path)
             }
-            SchemaProblemKind::BadRef(r) => write!(f, "$ref `{r}` does not resolve at {}", self.path),
+            SchemaProblemKind::BadRef(r) => {
+                write!(f, "$ref `{r}` does not resolve at {}", self.path)
+            }
             SchemaProblemKind::Invalid(m) => write!(f, "{m} at {}", self.path),
         }
     }
 }
 
 fn problem(path: &str, kind: SchemaProblemKind) -> SchemaProblem {
-    SchemaProblem { path: path.to_string(), kind }
+    SchemaProblem {
+        path: path.to_string(),
+        kind,
+    }
 }
 
 /// Inline local `$ref`s (`#/$defs/x`, `#/definitions/x`), drop the definition tables, and
@@ -91,7 +98,10 @@ fn inline_refs(
         Value::Object(map) => {
             if let Some(reference) = map.get("$ref") {
                 let reference = reference.as_str().ok_or_else(|| {
-                    problem(path, SchemaProblemKind::Invalid("$ref must be a string".into()))
+                    problem(
+                        path,
+                        SchemaProblemKind::Invalid("$ref must be a string".into()),
+                    )
                 })?;
                 if stack.iter().any(|r| r == reference) {
                     return Err(problem(
@@ -174,14 +184,19 @@ fn check_supported(schema: &Value, path: &str) -> Result<(), SchemaProblem> {
     }
     if let Some(props) = map.get("properties") {
         let props = props.as_object().ok_or_else(|| {
-            problem(path, SchemaProblemKind::Invalid("`properties` must be an object".into()))
+            problem(
+                path,
+                SchemaProblemKind::Invalid("`properties` must be an object".into()),
+            )
         })?;
         for (k, v) in props {
             check_supported(v, &format!("{path}.properties.{k}"))?;
         }
     }
     if let Some(req) = map.get("required") {
-        let ok = req.as_array().is_some_and(|a| a.iter().all(Value::is_string));
+        let ok = req
+            .as_array()
+            .is_some_and(|a| a.iter().all(Value::is_string));
         if !ok {
             return Err(problem(
                 path,
@@ -198,7 +213,10 @@ fn check_supported(schema: &Value, path: &str) -> Result<(), SchemaProblem> {
     }
     if let Some(any) = map.get("anyOf") {
         let branches = any.as_array().ok_or_else(|| {
-            problem(path, SchemaProblemKind::Invalid("`anyOf` must be an array".into()))
+            problem(
+                path,
+                SchemaProblemKind::Invalid("`anyOf` must be an array".into()),
+            )
         })?;
         for (i, b) in branches.iter().enumerate() {
             check_supported(b, &format!("{path}.anyOf[{i}]"))?;
@@ -218,14 +236,18 @@ pub fn check_object_schema(schema: &Value, path: &str) -> Result<(), SchemaProbl
     } else {
         Err(problem(
             path,
-            SchemaProblemKind::Invalid("parameters must be an object schema (\"type\": \"object\")".into()),
+            SchemaProblemKind::Invalid(
+                "parameters must be an object schema (\"type\": \"object\")".into(),
+            ),
         ))
     }
 }
 
 /// A free string: string-typed, with nothing that restricts it to known values or a shape.
 pub fn is_free_string(schema: &Value) -> bool {
-    let Some(map) = schema.as_object() else { return false };
+    let Some(map) = schema.as_object() else {
+        return false;
+    };
     map.get("type").and_then(Value::as_str) == Some("string")
         && !map.contains_key("enum")
         && !map.contains_key("const")
@@ -237,9 +259,13 @@ pub fn is_free_string(schema: &Value) -> bool {
 /// DSL's default policy these must be copied from the request (digits included), which is
 /// what makes copy drift (`4242` -> `4202`) unrepresentable for typed ids too.
 pub fn is_free_value(schema: &Value) -> bool {
-    let Some(map) = schema.as_object() else { return false };
-    let numeric = matches!(map.get("type").and_then(Value::as_str), Some("integer" | "number"))
-        && !map.contains_key("enum")
+    let Some(map) = schema.as_object() else {
+        return false;
+    };
+    let numeric = matches!(
+        map.get("type").and_then(Value::as_str),
+        Some("integer" | "number")
+    ) && !map.contains_key("enum")
         && !map.contains_key("const");
     numeric || is_free_string(schema)
 }
@@ -273,14 +299,20 @@ pub fn child_schema<'a>(node: &'a Value, segment: &str) -> Option<&'a Value> {
 /// Map a BFCL parameter schema (`dict`, `float`, `tuple`, `any`, ...) to JSON Schema.
 pub fn from_bfcl(schema: &Value, path: &str) -> Result<Value, SchemaProblem> {
     let Value::Object(map) = schema else {
-        return Err(problem(path, SchemaProblemKind::Invalid("a schema must be an object".into())));
+        return Err(problem(
+            path,
+            SchemaProblemKind::Invalid("a schema must be an object".into()),
+        ));
     };
     let mut out = Map::new();
     for (k, v) in map {
         match k.as_str() {
             "type" => {
                 let t = v.as_str().ok_or_else(|| {
-                    problem(path, SchemaProblemKind::Invalid("BFCL `type` must be a string".into()))
+                    problem(
+                        path,
+                        SchemaProblemKind::Invalid("BFCL `type` must be a string".into()),
+                    )
                 })?;
                 let mapped = match t {
                     "dict" | "object" => Some("object"),
@@ -303,11 +335,17 @@ pub fn from_bfcl(schema: &Value, path: &str) -> Result<Value, SchemaProblem> {
             }
             "properties" => {
                 let props = v.as_object().ok_or_else(|| {
-                    problem(path, SchemaProblemKind::Invalid("`properties` must be an object".into()))
+                    problem(
+                        path,
+                        SchemaProblemKind::Invalid("`properties` must be an object".into()),
+                    )
                 })?;
                 let mut mapped = Map::new();
                 for (name, sub) in props {
-                    mapped.insert(name.clone(), from_bfcl(sub, &format!("{path}.properties.{name}"))?);
+                    mapped.insert(
+                        name.clone(),
+                        from_bfcl(sub, &format!("{path}.properties.{name}"))?,
+                    );
                 }
                 out.insert(k.clone(), Value::Object(mapped));
             }
@@ -332,7 +370,10 @@ pub fn from_xlam(params: &Map<String, Value>, path: &str) -> Result<Value, Schem
     for (name, spec) in params {
         let here = format!("{path}.{name}");
         let spec = spec.as_object().ok_or_else(|| {
-            problem(&here, SchemaProblemKind::Invalid("an xLAM parameter must be an object".into()))
+            problem(
+                &here,
+                SchemaProblemKind::Invalid("an xLAM parameter must be an object".into()),
+            )
         })?;
         let type_text = spec.get("type").and_then(Value::as_str).unwrap_or("Any");
         let (type_text, optional) = match type_text.trim().strip_suffix(", optional") {
@@ -392,7 +433,10 @@ fn xlam_type(text: &str, path: &str) -> Result<Value, SchemaProblem> {
             }
         }
         other => {
-            return Err(problem(path, SchemaProblemKind::Unsupported(format!("xLAM type `{other}`"))))
+            return Err(problem(
+                path,
+                SchemaProblemKind::Unsupported(format!("xLAM type `{other}`")),
+            ))
         }
     };
     Ok(schema)
@@ -462,19 +506,31 @@ mod tests {
         let s = json!({"type":"object","properties":{"a":{"$ref":"#/$defs/A"}},
             "$defs":{"A":{"type":"string","enum":["x"]}}});
         let n = normalize(&s, "tools[0].parameters").unwrap();
-        assert_eq!(n, json!({"type":"object","properties":{"a":{"type":"string","enum":["x"]}}}));
+        assert_eq!(
+            n,
+            json!({"type":"object","properties":{"a":{"type":"string","enum":["x"]}}})
+        );
     }
 
     #[test]
     fn bad_ref_and_unsupported_are_named() {
         let s = json!({"type":"object","properties":{"a":{"$ref":"#/$defs/Missing"}}});
         let e = normalize(&s, "p").unwrap_err();
-        assert_eq!(e.to_string(), "$ref `#/$defs/Missing` does not resolve at p.properties.a");
+        assert_eq!(
+            e.to_string(),
+            "$ref `#/$defs/Missing` does not resolve at p.properties.a"
+        );
         let s = json!({"type":"object","properties":{"a":{"type":"string","not":{}}}});
         let e = normalize(&s, "p").unwrap_err();
-        assert_eq!(e.to_string(), "unsupported schema feature `not` at p.properties.a");
+        assert_eq!(
+            e.to_string(),
+            "unsupported schema feature `not` at p.properties.a"
+        );
         let s = json!({"type":"object","properties":{"a":{"$ref":"#"}}});
-        assert!(normalize(&s, "p").unwrap_err().to_string().contains("recursive"));
+        assert!(normalize(&s, "p")
+            .unwrap_err()
+            .to_string()
+            .contains("recursive"));
     }
 
     #[test]
@@ -482,14 +538,21 @@ mod tests {
         let p = json!({"ids": {"type": "List[int]", "description": "d", "default": ""},
                        "q": {"type": "str, optional", "default": "x"}});
         let s = from_xlam(p.as_object().unwrap(), "t").unwrap();
-        assert_eq!(s["properties"]["ids"], json!({"type":"array","items":{"type":"integer"},"description":"d"}));
+        assert_eq!(
+            s["properties"]["ids"],
+            json!({"type":"array","items":{"type":"integer"},"description":"d"})
+        );
         assert_eq!(s["required"], json!(["ids"]));
         assert_eq!(s["properties"]["q"]["default"], json!("x"));
     }
 
     #[test]
     fn canonical_json_sorts_keys() {
-        let a: Value = serde_json::from_str(r#"{"b":1,"a":{"d":[1,{"y":2,"x":1}],"c":null}}"#).unwrap();
-        assert_eq!(canonical_json(&a), r#"{"a":{"c":null,"d":[1,{"x":1,"y":2}]},"b":1}"#);
+        let a: Value =
+            serde_json::from_str(r#"{"b":1,"a":{"d":[1,{"y":2,"x":1}],"c":null}}"#).unwrap();
+        assert_eq!(
+            canonical_json(&a),
+            r#"{"a":{"c":null,"d":[1,{"x":1,"y":2}]},"b":1}"#
+        );
     }
 }

@@ -34,16 +34,26 @@ pub struct Trace {
 
 impl Trace {
     pub fn plan(&self) -> Plan {
-        Plan { calls: self.calls.clone(), spoken_text: self.spoken_text.clone() }
+        Plan {
+            calls: self.calls.clone(),
+            spoken_text: self.spoken_text.clone(),
+        }
     }
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
     #[error("cannot access {path}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path}:{line}: {message}")]
-    Line { path: PathBuf, line: usize, message: String },
+    Line {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
 }
 
 /// Read every trace; the first malformed line is an error naming file and line.
@@ -56,9 +66,14 @@ pub fn read_traces(path: impl AsRef<Path>) -> Result<Vec<Trace>, TraceError> {
 }
 
 /// Read the good lines and report the bad ones (blank lines are skipped silently).
-pub fn read_traces_lenient(path: impl AsRef<Path>) -> Result<(Vec<Trace>, Vec<TraceError>), TraceError> {
+pub fn read_traces_lenient(
+    path: impl AsRef<Path>,
+) -> Result<(Vec<Trace>, Vec<TraceError>), TraceError> {
     let path = path.as_ref();
-    let io = |source| TraceError::Io { path: path.to_path_buf(), source };
+    let io = |source| TraceError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     let file = File::open(path).map_err(io)?;
     let (mut traces, mut bad) = (Vec::new(), Vec::new());
     for (i, line) in BufReader::new(file).lines().enumerate() {
@@ -68,7 +83,11 @@ pub fn read_traces_lenient(path: impl AsRef<Path>) -> Result<(Vec<Trace>, Vec<Tr
         }
         match serde_json::from_str::<Trace>(&line) {
             Ok(t) => traces.push(t),
-            Err(e) => bad.push(TraceError::Line { path: path.to_path_buf(), line: i + 1, message: e.to_string() }),
+            Err(e) => bad.push(TraceError::Line {
+                path: path.to_path_buf(),
+                line: i + 1,
+                message: e.to_string(),
+            }),
         }
     }
     Ok((traces, bad))
@@ -87,7 +106,10 @@ impl TraceWriter {
             .create(true)
             .append(true)
             .open(&path)
-            .map_err(|source| TraceError::Io { path: path.clone(), source })?;
+            .map_err(|source| TraceError::Io {
+                path: path.clone(),
+                source,
+            })?;
         Ok(TraceWriter { file, path })
     }
 
@@ -102,7 +124,10 @@ impl TraceWriter {
         self.file
             .write_all(line.as_bytes())
             .and_then(|_| self.file.sync_data())
-            .map_err(|source| TraceError::Io { path: self.path.clone(), source })
+            .map_err(|source| TraceError::Io {
+                path: self.path.clone(),
+                source,
+            })
     }
 
     pub fn path(&self) -> &Path {
@@ -113,8 +138,14 @@ impl TraceWriter {
 /// Write a whole file atomically: temp file in the same directory, fsync, rename, fsync dir.
 pub fn write_atomic(path: impl AsRef<Path>, bytes: &[u8]) -> std::io::Result<()> {
     let path = path.as_ref();
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     {
         let mut f = File::create(&tmp)?;
@@ -138,13 +169,21 @@ mod tests {
         let mut w = TraceWriter::open(&path).unwrap();
         let t = Trace {
             request: "open safari".into(),
-            calls: vec![Call::new("open", serde_json::from_str(r#"{"target":{"type":"app","label":"safari"}}"#).unwrap())],
+            calls: vec![Call::new(
+                "open",
+                serde_json::from_str(r#"{"target":{"type":"app","label":"safari"}}"#).unwrap(),
+            )],
             tools: None,
             source: TraceSource::Harvest,
             spoken_text: None,
         };
         w.append(&t).unwrap();
-        std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"{broken\n").unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"{broken\n")
+            .unwrap();
         w.append(&t).unwrap();
         let (good, bad) = read_traces_lenient(&path).unwrap();
         assert_eq!(good, vec![t.clone(), t]);

@@ -20,7 +20,11 @@ pub struct Violation {
 
 impl std::fmt::Display for Violation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let path = if self.path.is_empty() { "/" } else { &self.path };
+        let path = if self.path.is_empty() {
+            "/"
+        } else {
+            &self.path
+        };
         write!(f, "call {} at {}: {}", self.call_index, path, self.message)
     }
 }
@@ -35,13 +39,18 @@ impl PlanValidator {
     pub fn new(catalog: &Catalog) -> Result<PlanValidator, crate::CatalogError> {
         let mut validators = HashMap::new();
         for (i, tool) in catalog.tools.iter().enumerate() {
-            let v = jsonschema::validator_for(&tool.parameters).map_err(|e| crate::CatalogError::Invalid {
-                path: format!("$[{i}].parameters"),
-                message: format!("schema does not compile: {e}"),
+            let v = jsonschema::validator_for(&tool.parameters).map_err(|e| {
+                crate::CatalogError::Invalid {
+                    path: format!("$[{i}].parameters"),
+                    message: format!("schema does not compile: {e}"),
+                }
             })?;
             validators.insert(tool.name.clone(), v);
         }
-        Ok(PlanValidator { catalog: catalog.clone(), validators })
+        Ok(PlanValidator {
+            catalog: catalog.clone(),
+            validators,
+        })
     }
 
     pub fn catalog(&self) -> &Catalog {
@@ -52,8 +61,10 @@ impl PlanValidator {
     pub fn validate(&self, plan: &Plan, policy: &Policy, request: Option<&str>) -> Vec<Violation> {
         let mut out = Vec::new();
         for (i, call) in plan.calls.iter().enumerate() {
-            let (Some(tool), Some(validator)) = (self.catalog.get(&call.name), self.validators.get(&call.name))
-            else {
+            let (Some(tool), Some(validator)) = (
+                self.catalog.get(&call.name),
+                self.validators.get(&call.name),
+            ) else {
                 out.push(Violation {
                     call_index: i,
                     path: String::new(),
@@ -63,10 +74,23 @@ impl PlanValidator {
             };
             let instance = Value::Object(call.arguments.clone());
             for e in validator.iter_errors(&instance) {
-                out.push(Violation { call_index: i, path: e.instance_path().to_string(), message: e.to_string() });
+                out.push(Violation {
+                    call_index: i,
+                    path: e.instance_path().to_string(),
+                    message: e.to_string(),
+                });
             }
             if let Some(request) = request {
-                check_copies(&call.name, &tool.parameters, &instance, "", policy, request, i, &mut out);
+                check_copies(
+                    &call.name,
+                    &tool.parameters,
+                    &instance,
+                    "",
+                    policy,
+                    request,
+                    i,
+                    &mut out,
+                );
             }
         }
         out
@@ -103,7 +127,11 @@ fn check_copies(
         Value::Object(m) => {
             for (k, v) in m {
                 if let Some(sub) = schema::child_schema(schema, k) {
-                    let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                    let p = if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}.{k}")
+                    };
                     check_copies(tool, sub, v, &p, policy, request, call_index, out);
                 }
             }
@@ -120,7 +148,8 @@ fn check_copies(
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
             };
-            if policy.requires_copy(tool, path, schema) && !is_copied(&s, request, policy.copy_unit) {
+            if policy.requires_copy(tool, path, schema) && !is_copied(&s, request, policy.copy_unit)
+            {
                 out.push(Violation {
                     call_index,
                     path: format!("/{}", path.replace('.', "/")),
@@ -166,12 +195,18 @@ pub fn schema_order(plan: &Plan, catalog: &Catalog) -> Plan {
         .map(|call| match catalog.get(&call.name) {
             Some(tool) => {
                 let ordered = order(&tool.parameters, &Value::Object(call.arguments.clone()));
-                Call::new(call.name.clone(), ordered.as_object().cloned().unwrap_or_default())
+                Call::new(
+                    call.name.clone(),
+                    ordered.as_object().cloned().unwrap_or_default(),
+                )
             }
             None => call.clone(),
         })
         .collect();
-    Plan { calls, spoken_text: plan.spoken_text.clone() }
+    Plan {
+        calls,
+        spoken_text: plan.spoken_text.clone(),
+    }
 }
 
 /// Type untyped (DSL) values from each tool's schema. Values that do not fit stay strings,
@@ -183,12 +218,18 @@ pub fn type_values(plan: &Plan, catalog: &Catalog) -> Plan {
         .map(|call| match catalog.get(&call.name) {
             Some(tool) => {
                 let typed = type_value(&tool.parameters, &Value::Object(call.arguments.clone()));
-                Call::new(call.name.clone(), typed.as_object().cloned().unwrap_or_default())
+                Call::new(
+                    call.name.clone(),
+                    typed.as_object().cloned().unwrap_or_default(),
+                )
             }
             None => call.clone(),
         })
         .collect();
-    Plan { calls, spoken_text: plan.spoken_text.clone() }
+    Plan {
+        calls,
+        spoken_text: plan.spoken_text.clone(),
+    }
 }
 
 fn type_value(schema: &Value, value: &Value) -> Value {
@@ -228,11 +269,11 @@ fn type_string(schema: &Value, s: &str) -> Option<Value> {
     for t in types {
         let typed = match t {
             "integer" => s.parse::<i64>().ok().map(Value::from),
-            "number" => s
-                .parse::<i64>()
-                .ok()
-                .map(Value::from)
-                .or_else(|| s.parse::<f64>().ok().and_then(|f| serde_json::Number::from_f64(f).map(Value::Number))),
+            "number" => s.parse::<i64>().ok().map(Value::from).or_else(|| {
+                s.parse::<f64>()
+                    .ok()
+                    .and_then(|f| serde_json::Number::from_f64(f).map(Value::Number))
+            }),
             "boolean" => match s {
                 "true" => Some(Value::Bool(true)),
                 "false" => Some(Value::Bool(false)),
@@ -268,7 +309,11 @@ mod tests {
         let v = PlanValidator::new(&orders()).unwrap();
         let request = "where is order 4242 for ana";
         let policy = Policy::copy_free_strings();
-        let good = v.type_values(&Syntax::Dsl.parse("lookup_order(order_id=4242) | notify(user=ana)\n").unwrap());
+        let good = v.type_values(
+            &Syntax::Dsl
+                .parse("lookup_order(order_id=4242) | notify(user=ana)\n")
+                .unwrap(),
+        );
         assert_eq!(v.validate(&good, &policy, Some(request)), vec![]);
         let drift = v.type_values(&Syntax::Dsl.parse("notify(user=anna)\n").unwrap());
         let errs = v.validate(&drift, &policy, Some(request));
@@ -278,10 +323,16 @@ mod tests {
         let drift = v.type_values(&Syntax::Dsl.parse("lookup_order(order_id=4202)\n").unwrap());
         let errs = v.validate(&drift, &policy, Some(request));
         assert_eq!(errs.len(), 1, "{errs:?}");
-        assert!(errs[0].message.contains("\"4202\" is not copied"), "{errs:?}");
+        assert!(
+            errs[0].message.contains("\"4202\" is not copied"),
+            "{errs:?}"
+        );
         // Only the listed parameters, under an `Only` rule.
         let only_user = Policy {
-            copy: crate::CopyRule::Only(vec![crate::ParamRef { tool: "notify".into(), path: "user".into() }]),
+            copy: crate::CopyRule::Only(vec![crate::ParamRef {
+                tool: "notify".into(),
+                path: "user".into(),
+            }]),
             copy_unit: crate::CopyUnit::Words,
         };
         assert_eq!(v.validate(&drift, &only_user, Some(request)), vec![]);
@@ -290,11 +341,18 @@ mod tests {
     #[test]
     fn schema_violations_are_listed() {
         let v = PlanValidator::new(&orders()).unwrap();
-        let p = v.type_values(&Syntax::Dsl.parse("lookup_order(order_id=abc; extra=1) | nope(a=b) | notify(channel=fax)\n").unwrap());
+        let p = v.type_values(
+            &Syntax::Dsl
+                .parse("lookup_order(order_id=abc; extra=1) | nope(a=b) | notify(channel=fax)\n")
+                .unwrap(),
+        );
         let errs = v.validate(&p, &Policy::default(), None);
         let at = |i: usize| errs.iter().filter(|e| e.call_index == i).count();
         assert!(at(0) >= 2, "{errs:?}");
-        assert_eq!(errs.iter().find(|e| e.call_index == 1).unwrap().message, "unknown tool `nope`");
+        assert_eq!(
+            errs.iter().find(|e| e.call_index == 1).unwrap().message,
+            "unknown tool `nope`"
+        );
         assert!(at(2) >= 2, "missing user and bad enum: {errs:?}");
     }
 }

@@ -41,11 +41,17 @@ fn openai_mcp_anthropic_forms_hash_alike() {
     assert_eq!(anthropic.format, CatalogFormat::Anthropic);
     assert_eq!(openai.hash(), mcp.hash());
     assert_eq!(openai.hash(), anthropic.hash());
-    assert_eq!(mcp.tools[0].annotations, Some(json!({"readOnlyHint": true})));
+    assert_eq!(
+        mcp.tools[0].annotations,
+        Some(json!({"readOnlyHint": true}))
+    );
     // Whitespace and a bare array do not matter either.
     let bare: serde_json::Value = serde_json::from_str(WEATHER_OPENAI).unwrap();
     let compact = serde_json::to_string(&bare["tools"]).unwrap();
-    assert_eq!(Catalog::from_json_str(&compact).unwrap().hash(), openai.hash());
+    assert_eq!(
+        Catalog::from_json_str(&compact).unwrap().hash(),
+        openai.hash()
+    );
 }
 
 #[test]
@@ -71,7 +77,10 @@ fn bfcl_function_list() {
     let p = &c.tools[0].parameters["properties"];
     assert_eq!(c.tools[0].name, "spotify.play");
     assert_eq!(p["ratio"], json!({"type": "number"}));
-    assert_eq!(p["pair"], json!({"type": "array", "items": {"type": "number"}}));
+    assert_eq!(
+        p["pair"],
+        json!({"type": "array", "items": {"type": "number"}})
+    );
     assert_eq!(p["anything"], json!({}));
     assert_eq!(p["opts"]["type"], "object");
 }
@@ -91,12 +100,26 @@ fn xlam_tools() {
 
 #[test]
 fn pace_catalog_imports() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/pace/tools.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/pace/tools.json"
+    );
     let c = Catalog::from_file(path).unwrap();
     assert_eq!(c.len(), 10);
     assert_eq!(
         c.names().collect::<Vec<_>>(),
-        ["perform", "set", "open", "query", "compose", "clarify", "say", "query_memory", "wait", "schedule"]
+        [
+            "perform",
+            "set",
+            "open",
+            "query",
+            "compose",
+            "clarify",
+            "say",
+            "query_memory",
+            "wait",
+            "schedule"
+        ]
     );
 }
 
@@ -112,18 +135,26 @@ fn bad_catalogs_are_named_with_their_path() {
     );
     assert_eq!(err(r#"[{"name":""}]"#), "tool name is empty at $[0].name");
     assert!(err(r#"[{"name":"has space"}]"#).contains("at $[0].name"));
-    assert!(err(r#"{"tools":[{"type":"function","function":{"name":"x","parameters":{"type":"string"}}}]}"#)
-        .contains("parameters must be an object schema"));
+    assert!(err(
+        r#"{"tools":[{"type":"function","function":{"name":"x","parameters":{"type":"string"}}}]}"#
+    )
+    .contains("parameters must be an object schema"));
     assert_eq!(
-        err(r##"[{"name":"x","parameters":{"type":"object","properties":{"a":{"$ref":"#/$defs/Nope"}}}}]"##),
+        err(
+            r##"[{"name":"x","parameters":{"type":"object","properties":{"a":{"$ref":"#/$defs/Nope"}}}}]"##
+        ),
         "$ref `#/$defs/Nope` does not resolve at $[0].parameters.properties.a"
     );
     assert_eq!(
-        err(r#"[{"name":"x","input_schema":{"type":"object","properties":{"a":{"type":"string","oneOf":[]}}}}]"#),
+        err(
+            r#"[{"name":"x","input_schema":{"type":"object","properties":{"a":{"type":"string","oneOf":[]}}}}]"#
+        ),
         "unsupported schema feature `oneOf` at $[0].input_schema.properties.a"
     );
-    assert!(err(r#"[{"name":"x","parameters":{"type":"object","properties":{"a=b":{"type":"string"}}}}]"#)
-        .contains("parameter name `a=b`"));
+    assert!(err(
+        r#"[{"name":"x","parameters":{"type":"object","properties":{"a=b":{"type":"string"}}}}]"#
+    )
+    .contains("parameter name `a=b`"));
     assert!(err("[1,").starts_with("catalog is not valid JSON"));
     assert!(err(r#"{"tools": 3}"#).contains("at $.tools"));
 }

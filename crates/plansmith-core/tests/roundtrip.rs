@@ -52,11 +52,20 @@ fn json_value(depth: u32) -> BoxedStrategy<Value> {
     .boxed()
 }
 
-fn plan(value: BoxedStrategy<Value>, keys: BoxedStrategy<String>, spoken: bool) -> impl Strategy<Value = Plan> {
+fn plan(
+    value: BoxedStrategy<Value>,
+    keys: BoxedStrategy<String>,
+    spoken: bool,
+) -> impl Strategy<Value = Plan> {
     let call = (name(), prop::collection::btree_map(keys, value, 0..4))
         .prop_map(|(n, args)| Call::new(n, args.into_iter().collect::<Map<String, Value>>()));
-    let spoken_text = if spoken { prop::option::of(any::<String>()).boxed() } else { Just(None).boxed() };
-    (prop::collection::vec(call, 0..4), spoken_text).prop_map(|(calls, spoken_text)| Plan { calls, spoken_text })
+    let spoken_text = if spoken {
+        prop::option::of(any::<String>()).boxed()
+    } else {
+        Just(None).boxed()
+    };
+    (prop::collection::vec(call, 0..4), spoken_text)
+        .prop_map(|(calls, spoken_text)| Plan { calls, spoken_text })
 }
 
 proptest! {

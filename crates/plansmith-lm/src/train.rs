@@ -467,7 +467,8 @@ pub fn fit_token_pairs(
         }
     }
 
-    let plain_log = matches!(progress, Progress::Bar) && !std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let plain_log =
+        matches!(progress, Progress::Bar) && !std::io::IsTerminal::is_terminal(&std::io::stderr());
     let bar = match progress {
         Progress::Bar => {
             let pb = ProgressBar::new(total as u64);

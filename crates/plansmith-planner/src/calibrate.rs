@@ -76,7 +76,10 @@ pub struct GateMetrics {
 
 pub fn gate_metrics(items: &[Scored], floor: f32) -> GateMetrics {
     let n = items.len();
-    let accepted: Vec<&Scored> = items.iter().filter(|s| s.valid && s.confidence >= floor).collect();
+    let accepted: Vec<&Scored> = items
+        .iter()
+        .filter(|s| s.valid && s.confidence >= floor)
+        .collect();
     let correct_accepted = accepted.iter().filter(|s| s.correct).count();
     let ratio = |a: usize, b: usize| if b == 0 { 0.0 } else { a as f64 / b as f64 };
     GateMetrics {
@@ -84,7 +87,11 @@ pub fn gate_metrics(items: &[Scored], floor: f32) -> GateMetrics {
         agreement: ratio(items.iter().filter(|s| s.correct).count(), n),
         coverage: ratio(accepted.len(), n),
         silent_wrong: accepted.len() - correct_accepted,
-        precision: if accepted.is_empty() { 1.0 } else { ratio(correct_accepted, accepted.len()) },
+        precision: if accepted.is_empty() {
+            1.0
+        } else {
+            ratio(correct_accepted, accepted.len())
+        },
         escalation_rate: ratio(n - accepted.len(), n),
         invalid_emitted: accepted.iter().filter(|s| !s.valid).count(),
     }
@@ -92,7 +99,11 @@ pub fn gate_metrics(items: &[Scored], floor: f32) -> GateMetrics {
 
 /// Coverage and precision at every distinct floor, for the coverage/precision curve.
 pub fn coverage_curve(items: &[Scored]) -> Vec<(f32, f64, f64)> {
-    let mut floors: Vec<f32> = items.iter().filter(|s| s.valid).map(|s| s.confidence).collect();
+    let mut floors: Vec<f32> = items
+        .iter()
+        .filter(|s| s.valid)
+        .map(|s| s.confidence)
+        .collect();
     floors.sort_by(|a, b| b.total_cmp(a));
     floors.dedup();
     floors
@@ -110,11 +121,14 @@ pub fn curve_svg(curve: &[(f32, f64, f64)], floor: f32, title: &str) -> String {
     let x = |c: f64| pad + c * (w - 2.0 * pad);
     let y_min = curve.iter().map(|p| p.2).fold(1.0f64, f64::min).min(0.9);
     let y = |p: f64| h - pad - (p - y_min) / (1.0 - y_min).max(1e-9) * (h - 2.0 * pad);
-    let points: Vec<String> = curve.iter().map(|(_, c, p)| format!("{:.1},{:.1}", x(*c), y(*p))).collect();
+    let points: Vec<String> = curve
+        .iter()
+        .map(|(_, c, p)| format!("{:.1},{:.1}", x(*c), y(*p)))
+        .collect();
     let mark = curve
         .iter()
-        .filter(|(f, _, _)| *f >= floor)
-        .last()
+        .rev()
+        .find(|(f, _, _)| *f >= floor)
         .map(|(_, c, p)| {
             format!(
                 r##"<circle cx="{:.1}" cy="{:.1}" r="5" fill="#d62728"/><text x="{:.1}" y="{:.1}" font-size="12">floor {floor:.3}: coverage {:.3}, precision {:.3}</text>"##,
@@ -155,12 +169,22 @@ mod tests {
     use super::*;
 
     fn s(confidence: f32, correct: bool) -> Scored {
-        Scored { confidence, correct, valid: true }
+        Scored {
+            confidence,
+            correct,
+            valid: true,
+        }
     }
 
     #[test]
     fn floor_sits_above_every_wrong_plan() {
-        let cal = [s(-0.01, true), s(-0.02, true), s(-0.3, false), s(-0.2, true), s(-0.5, true)];
+        let cal = [
+            s(-0.01, true),
+            s(-0.02, true),
+            s(-0.3, false),
+            s(-0.2, true),
+            s(-0.5, true),
+        ];
         let floor = fit_floor(&cal, 1.0);
         assert_eq!(floor, -0.2);
         let m = gate_metrics(&cal, floor);
@@ -178,7 +202,9 @@ mod tests {
 
     #[test]
     fn lower_precision_targets_accept_more() {
-        let cal: Vec<Scored> = (0..100).map(|i| s(-(i as f32) / 100.0, i % 10 != 5)).collect();
+        let cal: Vec<Scored> = (0..100)
+            .map(|i| s(-(i as f32) / 100.0, i % 10 != 5))
+            .collect();
         let strict = fit_floor(&cal, 1.0);
         let loose = fit_floor(&cal, 0.9);
         assert!(loose < strict);

@@ -24,11 +24,15 @@ pub fn items(traces: &[Trace]) -> Result<Vec<Item>, PlannerError> {
         .map(|(i, t)| {
             let catalog = match &t.tools {
                 None => None,
-                Some(v) => Some(std::sync::Arc::new(
-                    Catalog::from_value(v).map_err(|e| PlannerError::Data(format!("trace {}: tools: {e}", i + 1)))?,
-                )),
+                Some(v) => Some(std::sync::Arc::new(Catalog::from_value(v).map_err(
+                    |e| PlannerError::Data(format!("trace {}: tools: {e}", i + 1)),
+                )?)),
             };
-            Ok(Item { request: t.request.clone(), gold: t.plan(), catalog })
+            Ok(Item {
+                request: t.request.clone(),
+                gold: t.plan(),
+                catalog,
+            })
         })
         .collect()
 }
@@ -51,14 +55,22 @@ pub fn judge(planner: &Planner, item: &Item) -> Result<Judged, PlannerError> {
     req.catalog = item.catalog.clone();
     let decoded = planner.decode(&req)?;
     let catalog = item.catalog.as_deref().unwrap_or(&planner.catalog);
-    let correct = decoded.is_valid() && decoded.plan.as_ref().is_some_and(|p| same_calls(planner, catalog, p, &item.gold));
+    let correct = decoded.is_valid()
+        && decoded
+            .plan
+            .as_ref()
+            .is_some_and(|p| same_calls(planner, catalog, p, &item.gold));
     Ok(Judged { decoded, correct })
 }
 
 pub fn scored(judged: &[Judged], mode: ConfidenceMode) -> Vec<Scored> {
     judged
         .iter()
-        .map(|j| Scored { confidence: j.decoded.confidence(mode), correct: j.correct, valid: j.decoded.is_valid() })
+        .map(|j| Scored {
+            confidence: j.decoded.confidence(mode),
+            correct: j.correct,
+            valid: j.decoded.is_valid(),
+        })
         .collect()
 }
 
@@ -120,13 +132,19 @@ pub fn evaluate(
             let catalog = item.catalog.as_deref().unwrap_or(&planner.catalog);
             if d.is_valid() {
                 valid += 1;
-                if d.plan.as_ref().is_some_and(|p| same_calls(planner, catalog, p, &item.gold)) {
+                if d.plan
+                    .as_ref()
+                    .is_some_and(|p| same_calls(planner, catalog, p, &item.gold))
+                {
                     ok += 1;
                 }
             }
         }
         let n = items.len().max(1) as f64;
-        Some(FreeMetrics { agreement: ok as f64 / n, valid: valid as f64 / n })
+        Some(FreeMetrics {
+            agreement: ok as f64 / n,
+            valid: valid as f64 / n,
+        })
     } else {
         None
     };

@@ -21,7 +21,9 @@ pub mod train;
 
 pub use calibrate::{fit_floor, gate_metrics, GateMetrics, Scored};
 pub use dir::{default_planner, PlannerMeta};
-pub use planner::{ConfidenceMode, Decoded, Outcome, PlanRequest, Planner, PlannerSettings, Report, Source};
+pub use planner::{
+    ConfidenceMode, Decoded, Outcome, PlanRequest, Planner, PlannerSettings, Report, Source,
+};
 pub use teacher::{Teacher, TeacherError};
 
 #[derive(Debug, thiserror::Error)]

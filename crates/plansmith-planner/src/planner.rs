@@ -122,7 +122,10 @@ pub struct PlanRequest {
 
 impl PlanRequest {
     pub fn new(text: impl Into<String>) -> Self {
-        PlanRequest { text: text.into(), ..Default::default() }
+        PlanRequest {
+            text: text.into(),
+            ..Default::default()
+        }
     }
 }
 
@@ -178,8 +181,11 @@ pub fn tok_env(codec: &AnyCodec, model_vocab: usize) -> Result<TokEnv, PlannerEr
     let n = codec.vocab_size();
     let tokens: Vec<Vec<u8>> = (0..n as u32).map(|id| codec.token_bytes(id)).collect();
     let eos = grammar_eos(codec);
-    let specials: Vec<u32> = (0..n as u32).filter(|&id| id != eos && tokens[id as usize].is_empty()).collect();
-    TokEnv::from_token_bytes(tokens, eos, &specials, Some(model_vocab)).map_err(|e| PlannerError::Grammar(e.to_string()))
+    let specials: Vec<u32> = (0..n as u32)
+        .filter(|&id| id != eos && tokens[id as usize].is_empty())
+        .collect();
+    TokEnv::from_token_bytes(tokens, eos, &specials, Some(model_vocab))
+        .map_err(|e| PlannerError::Grammar(e.to_string()))
 }
 
 impl Planner {
@@ -202,7 +208,9 @@ impl Planner {
             meta,
             engine,
             prefixes: Mutex::new(HashMap::new()),
-            catalogs: Mutex::new(Catalogs { validators: HashMap::new() }),
+            catalogs: Mutex::new(Catalogs {
+                validators: HashMap::new(),
+            }),
             teacher: None,
             harvest: None,
             counters: Mutex::new(Counters::default()),
@@ -268,7 +276,12 @@ impl Planner {
             return Ok((KvCache::new(), None));
         }
         let key = catalog.hash();
-        if let Some((cache, logits)) = self.prefixes.lock().map_err(|_| PlannerError::Poisoned)?.get(&key) {
+        if let Some((cache, logits)) = self
+            .prefixes
+            .lock()
+            .map_err(|_| PlannerError::Poisoned)?
+            .get(&key)
+        {
             self.bump(|c| c.prefix_cache_hits += 1);
             return Ok((cache.snapshot(), Some(logits.clone())));
         }
@@ -295,17 +308,24 @@ impl Planner {
         let catalog = req.catalog.clone().unwrap_or_else(|| self.catalog.clone());
         let options = self.options(req.tool_choice.clone(), req.max_calls);
         let request_text = prompt::clean_request(&req.text);
-        let grammar_request = Request { text: request_text.clone(), entities: req.entities.clone() };
+        let grammar_request = Request {
+            text: request_text.clone(),
+            entities: req.entities.clone(),
+        };
         let mut constraint = match self.engine.constraint(&catalog, &options, &grammar_request) {
             Ok(c) => c,
             Err(e) => return Err(PlannerError::Grammar(e.to_string())),
         };
         let (mut cache, prefix_logits) = self.prefix_state(&catalog)?;
-        let req_ids = self.codec.encode(&format!("{request_text}{}", prompt::ARROW));
+        let req_ids = self
+            .codec
+            .encode(&format!("{request_text}{}", prompt::ARROW));
         let mut logits = match self.model.forward_step(&req_ids, &mut cache) {
             Ok(l) => l,
             Err(plansmith_lm::LmError::ContextOverflow { needed, block }) => {
-                return Ok(dead_end(format!("request too long for the model ({needed} > {block} tokens)")))
+                return Ok(dead_end(format!(
+                    "request too long for the model ({needed} > {block} tokens)"
+                )))
             }
             Err(e) => return Err(e.into()),
         };
@@ -318,7 +338,11 @@ impl Planner {
             if constraint.is_stopped() {
                 break;
             }
-            let forced: Vec<u32> = constraint.forced_tokens().into_iter().take_while(|&t| t != self.eos).collect();
+            let forced: Vec<u32> = constraint
+                .forced_tokens()
+                .into_iter()
+                .take_while(|&t| t != self.eos)
+                .collect();
             if !forced.is_empty() {
                 if cache.len() + forced.len() > block {
                     dead = Some("ran out of context".to_string());
@@ -330,7 +354,8 @@ impl Planner {
                 }
                 // Feed all forced tokens in one forward; their log-probs come from the rows.
                 let rows = self.model.forward_with_cache(&forced, &mut cache)?;
-                let rows: Vec<Vec<f32>> = rows.to_vec2::<f32>().map_err(plansmith_lm::LmError::from)?;
+                let rows: Vec<Vec<f32>> =
+                    rows.to_vec2::<f32>().map_err(plansmith_lm::LmError::from)?;
                 let mut prev = std::mem::take(&mut logits);
                 for (i, &t) in forced.iter().enumerate() {
                     sum_all += log_prob(&prev, t) as f64;
@@ -392,7 +417,11 @@ impl Planner {
         let validator = self.validator(catalog)?;
         let (plan, violations) = match self.settings.syntax.parse(text) {
             Ok(plan) => {
-                let plan = if self.settings.syntax.is_untyped() { validator.type_values(&plan) } else { plan };
+                let plan = if self.settings.syntax.is_untyped() {
+                    validator.type_values(&plan)
+                } else {
+                    plan
+                };
                 let v = validator.validate(&plan, &self.settings.policy, Some(request));
                 (Some(plan), v.into_iter().map(|v| v.to_string()).collect())
             }
@@ -412,7 +441,12 @@ impl Planner {
 
     /// Unconstrained decode (greedy with temperature 0, else sampled): what the model does
     /// without the grammar. Used to measure what the constraint buys.
-    pub fn decode_free(&self, request: &str, catalog: Option<&Catalog>, sampler: &mut Sampler) -> Result<Decoded, PlannerError> {
+    pub fn decode_free(
+        &self,
+        request: &str,
+        catalog: Option<&Catalog>,
+        sampler: &mut Sampler,
+    ) -> Result<Decoded, PlannerError> {
         let catalog = catalog.unwrap_or(&self.catalog);
         let request_text = prompt::clean_request(request);
         let prompt_text = prompt::render(catalog, self.settings.tools_in_prompt, &request_text);
@@ -422,7 +456,9 @@ impl Planner {
         let mut logits = match self.model.forward_step(&ids, &mut cache) {
             Ok(l) => l,
             Err(plansmith_lm::LmError::ContextOverflow { needed, block }) => {
-                return Ok(dead_end(format!("request too long for the model ({needed} > {block} tokens)")))
+                return Ok(dead_end(format!(
+                    "request too long for the model ({needed} > {block} tokens)"
+                )))
             }
             Err(e) => return Err(e.into()),
         };
@@ -463,7 +499,10 @@ impl Planner {
         } else if let Some(v) = decoded.violations.first() {
             Some(format!("invalid plan: {v}"))
         } else if confidence < self.settings.conf_floor {
-            Some(format!("confidence {confidence:.4} below floor {:.4}", self.settings.conf_floor))
+            Some(format!(
+                "confidence {confidence:.4} below floor {:.4}",
+                self.settings.conf_floor
+            ))
         } else {
             None
         };
@@ -503,7 +542,10 @@ impl Planner {
                 }
                 Err(e) => {
                     self.bump(|c| c.teacher_failures += 1);
-                    outcome.reason = Some(format!("{}; teacher failed: {e}", outcome.reason.unwrap_or_default()));
+                    outcome.reason = Some(format!(
+                        "{}; teacher failed: {e}",
+                        outcome.reason.unwrap_or_default()
+                    ));
                 }
             }
         }
@@ -512,7 +554,9 @@ impl Planner {
     }
 
     fn harvest(&self, request: &str, plan: &Plan, catalog: &Catalog) -> Result<(), PlannerError> {
-        let Some(writer) = &self.harvest else { return Ok(()) };
+        let Some(writer) = &self.harvest else {
+            return Ok(());
+        };
         let tools = (catalog.hash() != self.catalog.hash()).then(|| catalog.to_openai());
         let trace = Trace {
             request: request.to_string(),
@@ -521,7 +565,10 @@ impl Planner {
             source: TraceSource::Harvest,
             spoken_text: plan.spoken_text.clone(),
         };
-        writer.lock().map_err(|_| PlannerError::Poisoned)?.append(&trace)?;
+        writer
+            .lock()
+            .map_err(|_| PlannerError::Poisoned)?
+            .append(&trace)?;
         self.bump(|c| c.harvested_traces += 1);
         Ok(())
     }
@@ -530,15 +577,23 @@ impl Planner {
     /// like [`ConfidenceMode::AllTokens`]).
     pub fn score(&self, request: &str, plan: &Plan) -> Result<f32, PlannerError> {
         let request_text = prompt::clean_request(request);
-        let prompt_text = prompt::render(&self.catalog, self.settings.tools_in_prompt, &request_text);
+        let prompt_text =
+            prompt::render(&self.catalog, self.settings.tools_in_prompt, &request_text);
         let completion = self.settings.syntax.render(plan);
-        let s = plansmith_lm::score_completion(&self.model, &self.codec, &prompt_text, &completion)?;
+        let s =
+            plansmith_lm::score_completion(&self.model, &self.codec, &prompt_text, &completion)?;
         Ok(s.mean)
     }
 
     /// `n` unconstrained draws, each parsed, validated and scored; an invalid draw is
     /// `(None, -inf)`. Sorted best first.
-    pub fn sample(&self, request: &str, n: usize, temperature: f32, seed: u64) -> Result<Vec<(Option<Plan>, f32)>, PlannerError> {
+    pub fn sample(
+        &self,
+        request: &str,
+        n: usize,
+        temperature: f32,
+        seed: u64,
+    ) -> Result<Vec<(Option<Plan>, f32)>, PlannerError> {
         let mut sampler = Sampler::new(temperature, seed);
         let mut out = Vec::with_capacity(n);
         for _ in 0..n {
@@ -560,7 +615,11 @@ impl Planner {
         Report {
             requests: c.requests,
             escalated: c.escalated,
-            escalation_rate: if c.requests == 0 { 0.0 } else { c.escalated as f64 / c.requests as f64 },
+            escalation_rate: if c.requests == 0 {
+                0.0
+            } else {
+                c.escalated as f64 / c.requests as f64
+            },
             harvested_traces: c.harvested_traces,
             teacher_failures: c.teacher_failures,
             plan_agreement: self.meta.test.as_ref().map(|m| m.agreement),

@@ -17,9 +17,18 @@ pub fn prefix(catalog: &Catalog, tools_in_prompt: bool) -> String {
 
 /// Requests are one line: newlines become spaces (a newline ends a DSL completion).
 pub fn clean_request(request: &str) -> String {
-    request.split(['\n', '\r']).map(str::trim).filter(|s| !s.is_empty()).collect::<Vec<_>>().join(" ")
+    request
+        .split(['\n', '\r'])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 pub fn render(catalog: &Catalog, tools_in_prompt: bool, request: &str) -> String {
-    format!("{}{}{ARROW}", prefix(catalog, tools_in_prompt), clean_request(request))
+    format!(
+        "{}{}{ARROW}",
+        prefix(catalog, tools_in_prompt),
+        clean_request(request)
+    )
 }

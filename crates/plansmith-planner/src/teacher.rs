@@ -19,7 +19,11 @@ pub enum TeacherError {
     #[error("teacher has no answer for {0:?}")]
     NoAnswer(String),
     #[error("teacher endpoint {url} failed after {attempts} attempt(s): {message}")]
-    Endpoint { url: String, attempts: u32, message: String },
+    Endpoint {
+        url: String,
+        attempts: u32,
+        message: String,
+    },
     #[error("teacher answered with an invalid plan: {0}")]
     InvalidAnswer(String),
     #[error("teacher command `{command}` failed: {message}")]
@@ -36,7 +40,8 @@ pub trait Teacher: Send + Sync {
 
 /// Check a teacher's plan like any other: wrong tools or arguments are an error, not a plan.
 fn checked(plan: Plan, catalog: &Catalog) -> Result<Plan, TeacherError> {
-    let validator = PlanValidator::new(catalog).map_err(|e| TeacherError::InvalidAnswer(e.to_string()))?;
+    let validator =
+        PlanValidator::new(catalog).map_err(|e| TeacherError::InvalidAnswer(e.to_string()))?;
     let violations = validator.validate(&plan, &Policy::default(), None);
     match violations.first() {
         None => Ok(plan),
@@ -53,8 +58,14 @@ pub struct TraceFileTeacher {
 impl TraceFileTeacher {
     pub fn load(path: impl AsRef<Path>) -> Result<Self, TeacherError> {
         let traces = read_traces(path.as_ref())?;
-        let answers = traces.into_iter().map(|t| (t.request.clone(), t.plan())).collect();
-        Ok(TraceFileTeacher { answers, source: path.as_ref().display().to_string() })
+        let answers = traces
+            .into_iter()
+            .map(|t| (t.request.clone(), t.plan()))
+            .collect();
+        Ok(TraceFileTeacher {
+            answers,
+            source: path.as_ref().display().to_string(),
+        })
     }
 }
 
@@ -64,7 +75,11 @@ impl Teacher for TraceFileTeacher {
     }
 
     fn plan(&self, request: &str, catalog: &Catalog) -> Result<Plan, TeacherError> {
-        let plan = self.answers.get(request).cloned().ok_or_else(|| TeacherError::NoAnswer(request.into()))?;
+        let plan = self
+            .answers
+            .get(request)
+            .cloned()
+            .ok_or_else(|| TeacherError::NoAnswer(request.into()))?;
         checked(plan, catalog)
     }
 }
@@ -109,20 +124,31 @@ impl OpenAiTeacher {
     }
 
     fn attempt(&self, body: &Value) -> Result<Value, (bool, String)> {
-        let mut req = self.agent.post(&self.url).header("Content-Type", "application/json");
+        let mut req = self
+            .agent
+            .post(&self.url)
+            .header("Content-Type", "application/json");
         if let Some(key) = &self.api_key {
             req = req.header("Authorization", &format!("Bearer {key}"));
         }
         let mut resp = req.send_json(body).map_err(|e| (true, e.to_string()))?;
         let status = resp.status().as_u16();
-        let text = resp.body_mut().read_to_string().map_err(|e| (true, e.to_string()))?;
+        let text = resp
+            .body_mut()
+            .read_to_string()
+            .map_err(|e| (true, e.to_string()))?;
         if status == 429 || status >= 500 {
             return Err((true, format!("HTTP {status}: {}", snippet(&text))));
         }
         if status >= 400 {
             return Err((false, format!("HTTP {status}: {}", snippet(&text))));
         }
-        serde_json::from_str(&text).map_err(|e| (false, format!("response is not JSON ({e}): {}", snippet(&text))))
+        serde_json::from_str(&text).map_err(|e| {
+            (
+                false,
+                format!("response is not JSON ({e}): {}", snippet(&text)),
+            )
+        })
     }
 }
 
@@ -150,17 +176,27 @@ impl Teacher for OpenAiTeacher {
                 Ok(v) => break v,
                 Err((retryable, message)) => {
                     if !retryable || attempts > self.retries {
-                        return Err(TeacherError::Endpoint { url: self.url.clone(), attempts, message });
+                        return Err(TeacherError::Endpoint {
+                            url: self.url.clone(),
+                            attempts,
+                            message,
+                        });
                     }
                     std::thread::sleep(self.backoff * 2u32.pow(attempts - 1));
                 }
             }
         };
-        let message = response.pointer("/choices/0/message").ok_or_else(|| TeacherError::Endpoint {
-            url: self.url.clone(),
-            attempts,
-            message: format!("no choices[0].message in {}", snippet(&response.to_string())),
-        })?;
+        let message =
+            response
+                .pointer("/choices/0/message")
+                .ok_or_else(|| TeacherError::Endpoint {
+                    url: self.url.clone(),
+                    attempts,
+                    message: format!(
+                        "no choices[0].message in {}",
+                        snippet(&response.to_string())
+                    ),
+                })?;
         let plan = Syntax::OpenAi
             .parse(&message.to_string())
             .map_err(|e| TeacherError::InvalidAnswer(e.to_string()))?;
@@ -184,11 +220,18 @@ struct Running {
 
 impl CommandTeacher {
     pub fn new(command: &str, timeout: Duration) -> Self {
-        CommandTeacher { command: command.into(), timeout, process: Mutex::new(None) }
+        CommandTeacher {
+            command: command.into(),
+            timeout,
+            process: Mutex::new(None),
+        }
     }
 
     fn spawn(&self) -> Result<Running, TeacherError> {
-        let err = |message: String| TeacherError::Command { command: self.command.clone(), message };
+        let err = |message: String| TeacherError::Command {
+            command: self.command.clone(),
+            message,
+        };
         let mut child = Command::new("sh")
             .arg("-c")
             .arg(&self.command)
@@ -207,7 +250,11 @@ impl CommandTeacher {
                 }
             }
         });
-        Ok(Running { child, stdin, lines })
+        Ok(Running {
+            child,
+            stdin,
+            lines,
+        })
     }
 }
 
@@ -217,8 +264,14 @@ impl Teacher for CommandTeacher {
     }
 
     fn plan(&self, request: &str, catalog: &Catalog) -> Result<Plan, TeacherError> {
-        let err = |message: String| TeacherError::Command { command: self.command.clone(), message };
-        let mut guard = self.process.lock().map_err(|_| err("teacher lock poisoned".into()))?;
+        let err = |message: String| TeacherError::Command {
+            command: self.command.clone(),
+            message,
+        };
+        let mut guard = self
+            .process
+            .lock()
+            .map_err(|_| err("teacher lock poisoned".into()))?;
         if guard.is_none() {
             *guard = Some(self.spawn()?);
         }
@@ -232,7 +285,9 @@ impl Teacher for CommandTeacher {
             .and_then(|_| match running.lines.recv_timeout(self.timeout) {
                 Ok(Ok(l)) => Ok(l),
                 Ok(Err(e)) => Err(e.to_string()),
-                Err(mpsc::RecvTimeoutError::Timeout) => Err(format!("no answer within {:?}", self.timeout)),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    Err(format!("no answer within {:?}", self.timeout))
+                }
                 Err(mpsc::RecvTimeoutError::Disconnected) => Err("the command exited".into()),
             });
         let answer = match answer {
@@ -279,6 +334,7 @@ pub fn from_spec(spec: &str, timeout: Duration) -> Result<Box<dyn Teacher>, Teac
     }
     Err(TeacherError::Command {
         command: spec.into(),
-        message: "unknown teacher spec (expected traces:FILE, cmd:COMMAND or openai:URL#MODEL)".into(),
+        message: "unknown teacher spec (expected traces:FILE, cmd:COMMAND or openai:URL#MODEL)"
+            .into(),
     })
 }

@@ -3,7 +3,9 @@
 use std::collections::BTreeSet;
 
 use plansmith_core::{Catalog, Trace};
-use plansmith_lm::{fit_pairs, AnyCodec, CharCodec, Progress, TinyGpt, TinyGptConfig, TrainConfig, TrainReport};
+use plansmith_lm::{
+    fit_pairs, AnyCodec, CharCodec, Progress, TinyGpt, TinyGptConfig, TrainConfig, TrainReport,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::calibrate::{fit_floor, gate_metrics};
@@ -52,7 +54,11 @@ fn fnv(seed: u64, bytes: &[u8]) -> u64 {
 }
 
 /// (prompt, completion) pairs for SFT. A trace's own `tools` replace the default catalog.
-pub fn pairs(traces: &[Trace], catalog: &Catalog, settings: &PlannerSettings) -> Result<Vec<(String, String)>, PlannerError> {
+pub fn pairs(
+    traces: &[Trace],
+    catalog: &Catalog,
+    settings: &PlannerSettings,
+) -> Result<Vec<(String, String)>, PlannerError> {
     traces
         .iter()
         .enumerate()
@@ -60,7 +66,8 @@ pub fn pairs(traces: &[Trace], catalog: &Catalog, settings: &PlannerSettings) ->
             let own;
             let cat = match &t.tools {
                 Some(v) => {
-                    own = Catalog::from_value(v).map_err(|e| PlannerError::Data(format!("trace {}: tools: {e}", i + 1)))?;
+                    own = Catalog::from_value(v)
+                        .map_err(|e| PlannerError::Data(format!("trace {}: tools: {e}", i + 1)))?;
                     &own
                 }
                 None => catalog,
@@ -70,7 +77,10 @@ pub fn pairs(traces: &[Trace], catalog: &Catalog, settings: &PlannerSettings) ->
             if !completion.ends_with('\n') {
                 completion.push('\n');
             }
-            Ok((prompt::render(cat, settings.tools_in_prompt, &t.request), completion))
+            Ok((
+                prompt::render(cat, settings.tools_in_prompt, &t.request),
+                completion,
+            ))
         })
         .collect()
 }
@@ -113,11 +123,19 @@ pub fn train_planner_from(
         return Err(PlannerError::Data("no training traces".into()));
     }
     let train_pairs = pairs(&splits.train, &catalog, &spec.settings)?;
-    let longest = train_pairs.iter().map(|(p, c)| p.chars().count() + c.chars().count()).max().unwrap_or(0);
+    let longest = train_pairs
+        .iter()
+        .map(|(p, c)| p.chars().count() + c.chars().count())
+        .max()
+        .unwrap_or(0);
     let (codec, init_model) = match init {
         Some(p) => (p.codec.clone(), Some(p.model)),
         None => (
-            AnyCodec::Char(CharCodec::from_corpus(train_pairs.iter().flat_map(|(p, c)| [p.as_str(), c.as_str()]))),
+            AnyCodec::Char(CharCodec::from_corpus(
+                train_pairs
+                    .iter()
+                    .flat_map(|(p, c)| [p.as_str(), c.as_str()]),
+            )),
             None,
         ),
     };
@@ -138,7 +156,13 @@ pub fn train_planner_from(
         None => TinyGpt::new(cfg, spec.train.seed, &device)?,
     };
     let report = fit_pairs(&mut model, &codec, &train_pairs, &spec.train, progress)?;
-    let mut planner = Planner::new(model, codec, catalog, spec.settings.clone(), PlannerMeta::default())?;
+    let mut planner = Planner::new(
+        model,
+        codec,
+        catalog,
+        spec.settings.clone(),
+        PlannerMeta::default(),
+    )?;
     let mode = spec.settings.confidence;
     let mut meta = PlannerMeta {
         training: serde_json::json!({
@@ -156,7 +180,9 @@ pub fn train_planner_from(
     };
     if !splits.calibration.is_empty() {
         let cal = items(&splits.calibration)?;
-        let (_, judged) = evaluate(&planner, &cal, false, |d, n| eval_progress("calibration", d, n))?;
+        let (_, judged) = evaluate(&planner, &cal, false, |d, n| {
+            eval_progress("calibration", d, n)
+        })?;
         let s = scored(&judged, mode);
         let floor = fit_floor(&s, spec.target_precision);
         planner.set_floor(floor);
@@ -164,8 +190,12 @@ pub fn train_planner_from(
     }
     if !splits.test.is_empty() {
         let test = items(&splits.test)?;
-        let (summary, judged) = evaluate(&planner, &test, false, |d, n| eval_progress("test", d, n))?;
-        meta.test = Some(gate_metrics(&scored(&judged, mode), planner.settings.conf_floor));
+        let (summary, judged) =
+            evaluate(&planner, &test, false, |d, n| eval_progress("test", d, n))?;
+        meta.test = Some(gate_metrics(
+            &scored(&judged, mode),
+            planner.settings.conf_floor,
+        ));
         let _ = summary;
     }
     planner.meta = meta;
@@ -175,5 +205,7 @@ pub fn train_planner_from(
 /// Requests shared between two splits (should be empty).
 pub fn overlap(a: &[Trace], b: &[Trace]) -> usize {
     let set: BTreeSet<&str> = a.iter().map(|t| t.request.as_str()).collect();
-    b.iter().filter(|t| set.contains(t.request.as_str())).count()
+    b.iter()
+        .filter(|t| set.contains(t.request.as_str()))
+        .count()
 }

@@ -19,28 +19,52 @@ fn no_silent_wrong_plans_on_fresh_requests() {
     let (summary, judged) = evaluate(planner, &items(&fresh).unwrap(), true, |_, _| {}).unwrap();
     assert_eq!(summary.silent_wrong, 0, "{summary:?}");
     assert_eq!(summary.invalid_emitted, 0);
-    assert!(judged.iter().all(|j| j.decoded.is_valid()), "a constrained decode produced an invalid plan");
-    assert!(summary.agreement >= 0.9, "the toy domain should be learned: {summary:?}");
+    assert!(
+        judged.iter().all(|j| j.decoded.is_valid()),
+        "a constrained decode produced an invalid plan"
+    );
+    assert!(
+        summary.agreement >= 0.9,
+        "the toy domain should be learned: {summary:?}"
+    );
     let free = summary.free.unwrap();
-    assert!(summary.agreement >= free.agreement, "constrained {} < free {}", summary.agreement, free.agreement);
+    assert!(
+        summary.agreement >= free.agreement,
+        "constrained {} < free {}",
+        summary.agreement,
+        free.agreement
+    );
 }
 
 #[test]
 fn correct_plan_scores_above_wrong_and_reversed_plans() {
     let planner = common::trained();
     let request = "refund order 4242 and tell ana";
-    let right = planner.score(request, &dsl("refund(order_id=4242) | notify(user=ana)")).unwrap();
-    let wrong = planner.score(request, &dsl("lookup_order(order_id=4242) | notify(user=bo)")).unwrap();
-    let reversed = planner.score(request, &dsl("notify(user=ana) | refund(order_id=4242)")).unwrap();
+    let right = planner
+        .score(request, &dsl("refund(order_id=4242) | notify(user=ana)"))
+        .unwrap();
+    let wrong = planner
+        .score(
+            request,
+            &dsl("lookup_order(order_id=4242) | notify(user=bo)"),
+        )
+        .unwrap();
+    let reversed = planner
+        .score(request, &dsl("notify(user=ana) | refund(order_id=4242)"))
+        .unwrap();
     assert!(right > wrong, "right {right} <= wrong {wrong}");
     assert!(right > reversed, "right {right} <= reversed {reversed}");
     // Scores use every token, like ConfidenceMode::AllTokens: compare with that floor.
     let cal = items(&common::traces(150, 2)).unwrap();
     let (_, judged) = evaluate(planner, &cal, false, |_, _| {}).unwrap();
-    let all = plansmith_planner::eval::scored(&judged, plansmith_planner::ConfidenceMode::AllTokens);
+    let all =
+        plansmith_planner::eval::scored(&judged, plansmith_planner::ConfidenceMode::AllTokens);
     let floor = plansmith_planner::fit_floor(&all, 1.0);
     assert!(right >= floor, "right {right} below floor {floor}");
-    assert!(reversed < floor, "reversed {reversed} not below floor {floor}");
+    assert!(
+        reversed < floor,
+        "reversed {reversed} not below floor {floor}"
+    );
 }
 
 #[test]
@@ -51,7 +75,11 @@ fn escalations_are_harvested_and_the_teacher_answers() {
     let harvest_path = dir.join("harvest.jsonl");
     let _ = std::fs::remove_file(&harvest_path);
     let teacher_traces: Vec<Trace> = common::traces(30, 5);
-    std::fs::write(&traces_path, plansmith_data::pace::traces_to_jsonl(&teacher_traces)).unwrap();
+    std::fs::write(
+        &traces_path,
+        plansmith_data::pace::traces_to_jsonl(&teacher_traces),
+    )
+    .unwrap();
     // An impossible floor: everything escalates to the trace-file teacher.
     let saved = dir.join("planner");
     common::trained().save(&saved).unwrap();
@@ -75,7 +103,10 @@ fn escalations_are_harvested_and_the_teacher_answers() {
     assert_eq!(report.harvested_traces, 10);
     assert_eq!(report.teacher_failures, 1);
     let harvested = plansmith_core::trace::read_traces(&harvest_path).unwrap();
-    assert_eq!(harvested.len() as u64, report.escalated - report.teacher_failures);
+    assert_eq!(
+        harvested.len() as u64,
+        report.escalated - report.teacher_failures
+    );
     assert_eq!(harvested[0].request, teacher_traces[0].request);
 }
 
@@ -89,8 +120,12 @@ fn save_load_plans_identically() {
     let loaded = Planner::load(&dir).unwrap();
     assert_eq!(loaded.settings, planner.settings);
     for t in common::traces(40, 11) {
-        let a = planner.decode(&plansmith_planner::PlanRequest::new(t.request.clone())).unwrap();
-        let b = loaded.decode(&plansmith_planner::PlanRequest::new(t.request.clone())).unwrap();
+        let a = planner
+            .decode(&plansmith_planner::PlanRequest::new(t.request.clone()))
+            .unwrap();
+        let b = loaded
+            .decode(&plansmith_planner::PlanRequest::new(t.request.clone()))
+            .unwrap();
         assert_eq!(a.text, b.text);
         assert_eq!(a.conf_all.to_bits(), b.conf_all.to_bits());
     }
@@ -100,10 +135,15 @@ fn save_load_plans_identically() {
 fn copy_drift_cannot_leave_the_planner() {
     let planner = common::trained();
     for t in common::traces(50, 21) {
-        let d = planner.decode(&plansmith_planner::PlanRequest::new(t.request.clone())).unwrap();
+        let d = planner
+            .decode(&plansmith_planner::PlanRequest::new(t.request.clone()))
+            .unwrap();
         for call in d.plan.unwrap().calls {
             for v in call.arguments.values() {
-                let s = v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
+                let s = v
+                    .as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| v.to_string());
                 assert!(t.request.contains(&s), "{s} is not in {:?}", t.request);
             }
         }
@@ -112,15 +152,38 @@ fn copy_drift_cannot_leave_the_planner() {
 
 #[test]
 fn undertrained_constrained_beats_free() {
-    let splits = plansmith_planner::train::Splits { train: common::traces(200, 1), ..Default::default() };
+    let splits = plansmith_planner::train::Splits {
+        train: common::traces(200, 1),
+        ..Default::default()
+    };
     let mut spec = common::spec(1, 3);
     spec.train.stop_after = Some(6);
-    let weak = plansmith_planner::train::train_planner(&splits, common::catalog(), &spec, plansmith_lm::Progress::Hidden, |_, _, _| {})
-        .unwrap()
-        .planner;
-    let (summary, _) = evaluate(&weak, &items(&common::traces(60, 8)).unwrap(), true, |_, _| {}).unwrap();
+    let weak = plansmith_planner::train::train_planner(
+        &splits,
+        common::catalog(),
+        &spec,
+        plansmith_lm::Progress::Hidden,
+        |_, _, _| {},
+    )
+    .unwrap()
+    .planner;
+    let (summary, _) = evaluate(
+        &weak,
+        &items(&common::traces(60, 8)).unwrap(),
+        true,
+        |_, _| {},
+    )
+    .unwrap();
     let free = summary.free.unwrap();
-    assert!(summary.agreement >= free.agreement, "constrained {} < free {}", summary.agreement, free.agreement);
+    assert!(
+        summary.agreement >= free.agreement,
+        "constrained {} < free {}",
+        summary.agreement,
+        free.agreement
+    );
     assert_eq!(summary.invalid_emitted, 0);
-    assert!(free.valid < 1.0, "an undertrained free decoder should emit invalid plans sometimes");
+    assert!(
+        free.valid < 1.0,
+        "an undertrained free decoder should emit invalid plans sometimes"
+    );
 }

@@ -13,10 +13,27 @@ fn reduced_budget_pace_planner_clears_the_floor() {
     let mut cfg = PaceConfig::with_n(1500);
     cfg.seed = 3;
     let data = generate_pace(&cfg).unwrap();
-    let splits = Splits { train: data.train, calibration: data.calibration, test: data.test };
+    let splits = Splits {
+        train: data.train,
+        calibration: data.calibration,
+        test: data.test,
+    };
     let spec = TrainSpec {
-        model: TinyGptConfig { d_model: 64, n_layer: 2, n_head: 4, block: 256, pos: PosEncoding::Rope, ..TinyGptConfig::default() },
-        train: TrainConfig { epochs: 2, batch_size: 16, lr: 3e-3, seed: 0, ..TrainConfig::default() },
+        model: TinyGptConfig {
+            d_model: 64,
+            n_layer: 2,
+            n_head: 4,
+            block: 256,
+            pos: PosEncoding::Rope,
+            ..TinyGptConfig::default()
+        },
+        train: TrainConfig {
+            epochs: 2,
+            batch_size: 16,
+            lr: 3e-3,
+            seed: 0,
+            ..TrainConfig::default()
+        },
         settings: PlannerSettings {
             syntax: Syntax::Dsl,
             policy: Policy::copy_free_strings(),
@@ -27,10 +44,21 @@ fn reduced_budget_pace_planner_clears_the_floor() {
         },
         target_precision: 1.0,
     };
-    let planner = train_planner(&splits, pace_catalog(), &spec, Progress::Hidden, |_, _, _| {}).unwrap().planner;
+    let planner = train_planner(
+        &splits,
+        pace_catalog(),
+        &spec,
+        Progress::Hidden,
+        |_, _, _| {},
+    )
+    .unwrap()
+    .planner;
     let test = planner.meta.test.clone().unwrap();
     assert_eq!(test.invalid_emitted, 0);
-    assert!(test.agreement >= 0.6, "reduced-budget Pace agreement fell to {test:?}");
+    assert!(
+        test.agreement >= 0.6,
+        "reduced-budget Pace agreement fell to {test:?}"
+    );
     // Fresh requests the planner never saw, from another seed: nothing invalid leaves, and
     // the calibrated floor keeps wrong plans rare.
     let mut fresh_cfg = PaceConfig::with_n(300);

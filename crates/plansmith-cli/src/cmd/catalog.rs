@@ -17,9 +17,7 @@ pub enum CatalogCommand {
         json: bool,
     },
     /// Print the catalog in canonical JSON (`[{name, description, parameters}]`).
-    Show {
-        file: PathBuf,
-    },
+    Show { file: PathBuf },
 }
 
 pub fn load(file: &PathBuf) -> anyhow::Result<Catalog> {
@@ -39,7 +37,12 @@ pub fn run(command: CatalogCommand) -> anyhow::Result<Outcome> {
                     json!({"tools": catalog.len(), "hash": catalog.hash(), "format": catalog.format.as_str()})
                 );
             } else {
-                println!("{}: {} tools, format {}", file.display(), catalog.len(), catalog.format.as_str());
+                println!(
+                    "{}: {} tools, format {}",
+                    file.display(),
+                    catalog.len(),
+                    catalog.format.as_str()
+                );
                 println!("hash {}", catalog.hash());
                 for tool in &catalog.tools {
                     println!("  {:<16} {}", tool.name, tool.description);
@@ -48,7 +51,10 @@ pub fn run(command: CatalogCommand) -> anyhow::Result<Outcome> {
         }
         CatalogCommand::Show { file } => {
             let catalog = load(&file)?;
-            println!("{}", serde_json::to_string_pretty(&catalog.to_canonical_json())?);
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&catalog.to_canonical_json())?
+            );
         }
     }
     Ok(Outcome::Ok)

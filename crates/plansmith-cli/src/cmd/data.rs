@@ -78,7 +78,8 @@ pub enum DataCommand {
 
 fn emit(out: Option<PathBuf>, text: &str) -> anyhow::Result<()> {
     match out {
-        Some(path) => write_atomic(&path, text.as_bytes()).with_context(|| format!("writing {}", path.display())),
+        Some(path) => write_atomic(&path, text.as_bytes())
+            .with_context(|| format!("writing {}", path.display())),
         None => {
             print!("{text}");
             Ok(())
@@ -88,45 +89,93 @@ fn emit(out: Option<PathBuf>, text: &str) -> anyhow::Result<()> {
 
 pub fn run(command: DataCommand) -> anyhow::Result<Outcome> {
     match command {
-        DataCommand::Pace { out, n, seed, holdout_verb } => {
+        DataCommand::Pace {
+            out,
+            n,
+            seed,
+            holdout_verb,
+        } => {
             let mut cfg = PaceConfig::with_n(n);
             cfg.seed = seed;
             cfg.holdout_verb = holdout_verb;
             let stats = plansmith_data::run_pace(&out, &cfg)?;
             let stats = serde_json::to_value(&stats)?;
-            println!("wrote {} (train/calibration/test/heldout_verb.jsonl, stats.json)", out.display());
+            println!(
+                "wrote {} (train/calibration/test/heldout_verb.jsonl, stats.json)",
+                out.display()
+            );
             for key in ["splits", "per_verb", "unique_templates", "unique_skeletons"] {
                 if let Some(v) = stats.get(key) {
                     println!("{key}: {v}");
                 }
             }
         }
-        DataCommand::Augment { data, tools, out, copies, synthetic, keep_original, seed } => {
+        DataCommand::Augment {
+            data,
+            tools,
+            out,
+            copies,
+            synthetic,
+            keep_original,
+            seed,
+        } => {
             let catalog = super::catalog::load(&tools)?;
             let traces = read_traces(&data)?;
-            let cfg = AugmentConfig { seed, copies, ..AugmentConfig::default() };
-            let (mut augmented, stats) = plansmith_data::augment_traces(&traces, Some(&catalog), &cfg)?;
+            let cfg = AugmentConfig {
+                seed,
+                copies,
+                ..AugmentConfig::default()
+            };
+            let (mut augmented, stats) =
+                plansmith_data::augment_traces(&traces, Some(&catalog), &cfg)?;
             if synthetic > 0 {
                 augmented.extend(plansmith_data::synthetic_traces(synthetic, seed)?);
             }
             if keep_original {
                 augmented.extend(traces);
             }
-            emit(Some(out.clone()), &plansmith_data::pace::traces_to_jsonl(&augmented))?;
-            eprintln!("wrote {} traces to {} ({})", augmented.len(), out.display(), serde_json::to_string(&stats)?);
+            emit(
+                Some(out.clone()),
+                &plansmith_data::pace::traces_to_jsonl(&augmented),
+            )?;
+            eprintln!(
+                "wrote {} traces to {} ({})",
+                augmented.len(),
+                out.display(),
+                serde_json::to_string(&stats)?
+            );
         }
-        DataCommand::Import { format, file, answers, out, strict } => {
-            let imported = plansmith_data::import_traces(format, &file, answers.as_deref(), strict)?;
+        DataCommand::Import {
+            format,
+            file,
+            answers,
+            out,
+            strict,
+        } => {
+            let imported =
+                plansmith_data::import_traces(format, &file, answers.as_deref(), strict)?;
             for e in &imported.skipped {
                 eprintln!("skipped {e}");
             }
-            eprintln!("imported {} traces, skipped {} malformed records", imported.items.len(), imported.skipped_count());
+            eprintln!(
+                "imported {} traces, skipped {} malformed records",
+                imported.items.len(),
+                imported.skipped_count()
+            );
             emit(out, &plansmith_data::pace::traces_to_jsonl(&imported.items))?;
         }
-        DataCommand::Export { format, data, tools, out } => {
+        DataCommand::Export {
+            format,
+            data,
+            tools,
+            out,
+        } => {
             let catalog = tools.as_ref().map(super::catalog::load).transpose()?;
             let traces = read_traces(&data)?;
-            emit(out, &plansmith_data::export_traces(format, &traces, catalog.as_ref(), None)?)?;
+            emit(
+                out,
+                &plansmith_data::export_traces(format, &traces, catalog.as_ref(), None)?,
+            )?;
         }
     }
     Ok(Outcome::Ok)

@@ -31,12 +31,22 @@ pub struct TracesArgs {
 }
 
 pub fn print_gate_table(rows: &[(&str, Option<&GateMetrics>)]) {
-    println!("{:<12} {:>6} {:>9} {:>9} {:>9} {:>12} {:>10} {:>8}", "split", "n", "agreement", "coverage", "precision", "silent_wrong", "escalated", "invalid");
+    println!(
+        "{:<12} {:>6} {:>9} {:>9} {:>9} {:>12} {:>10} {:>8}",
+        "split", "n", "agreement", "coverage", "precision", "silent_wrong", "escalated", "invalid"
+    );
     for (name, m) in rows {
         if let Some(m) = m {
             println!(
                 "{:<12} {:>6} {:>9.4} {:>9.4} {:>9.4} {:>12} {:>10.4} {:>8}",
-                name, m.n, m.agreement, m.coverage, m.precision, m.silent_wrong, m.escalation_rate, m.invalid_emitted
+                name,
+                m.n,
+                m.agreement,
+                m.coverage,
+                m.precision,
+                m.silent_wrong,
+                m.escalation_rate,
+                m.invalid_emitted
             );
         }
     }
@@ -70,7 +80,10 @@ fn traces(args: TracesArgs) -> anyhow::Result<Outcome> {
     });
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir)?;
-        write_atomic(dir.join("report.json"), serde_json::to_string_pretty(&report)?.as_bytes())?;
+        write_atomic(
+            dir.join("report.json"),
+            serde_json::to_string_pretty(&report)?.as_bytes(),
+        )?;
         let lines: String = items
             .iter()
             .zip(&judged)
@@ -83,8 +96,14 @@ fn traces(args: TracesArgs) -> anyhow::Result<Outcome> {
             })
             .collect();
         write_atomic(dir.join("items.jsonl"), lines.as_bytes())?;
-        let title = format!("{}: precision vs coverage as the floor moves", args.data.display());
-        write_atomic(dir.join("coverage.svg"), curve_svg(&planner, &judged, &title).as_bytes())?;
+        let title = format!(
+            "{}: precision vs coverage as the floor moves",
+            args.data.display()
+        );
+        write_atomic(
+            dir.join("coverage.svg"),
+            curve_svg(&planner, &judged, &title).as_bytes(),
+        )?;
     }
     if args.json {
         println!("{report}");
@@ -98,13 +117,28 @@ fn traces(args: TracesArgs) -> anyhow::Result<Outcome> {
             escalation_rate: summary.escalation_rate,
             invalid_emitted: summary.invalid_emitted,
         };
-        print_gate_table(&[(&args.data.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(), Some(&m))]);
+        print_gate_table(&[(
+            &args
+                .data
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            Some(&m),
+        )]);
         if let Some(f) = &summary.free {
             println!("\n{:<14} {:>9} {:>9}", "decoding", "agreement", "valid");
-            println!("{:<14} {:>9.4} {:>9.4}", "constrained", summary.agreement, 1.0 - summary.invalid_emitted as f64 / summary.n.max(1) as f64);
+            println!(
+                "{:<14} {:>9.4} {:>9.4}",
+                "constrained",
+                summary.agreement,
+                1.0 - summary.invalid_emitted as f64 / summary.n.max(1) as f64
+            );
             println!("{:<14} {:>9.4} {:>9.4}", "free", f.agreement, f.valid);
         }
-        println!("\nfloor {:.4}; p50 latency {:.2} ms", summary.conf_floor, summary.p50_latency_ms);
+        println!(
+            "\nfloor {:.4}; p50 latency {:.2} ms",
+            summary.conf_floor, summary.p50_latency_ms
+        );
     }
     Ok(Outcome::Ok)
 }

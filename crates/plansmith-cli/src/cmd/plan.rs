@@ -38,7 +38,10 @@ pub fn load_planner(args: &PlannerArgs) -> anyhow::Result<Planner> {
         planner.set_floor(f);
     }
     if let Some(spec) = &args.teacher {
-        planner = planner.with_teacher(plansmith_planner::teacher::from_spec(spec, Duration::from_secs(args.teacher_timeout))?);
+        planner = planner.with_teacher(plansmith_planner::teacher::from_spec(
+            spec,
+            Duration::from_secs(args.teacher_timeout),
+        )?);
     }
     if let Some(path) = &args.harvest {
         planner = planner.with_harvest(path)?;
@@ -67,9 +70,18 @@ pub struct PlanArgs {
 
 pub fn run(args: PlanArgs) -> anyhow::Result<Outcome> {
     let planner = load_planner(&args.planner)?;
-    let catalog = args.tools.as_ref().map(super::catalog::load).transpose()?.map(Arc::new);
+    let catalog = args
+        .tools
+        .as_ref()
+        .map(super::catalog::load)
+        .transpose()?
+        .map(Arc::new);
     for request in &args.requests {
-        let req = PlanRequest { catalog: catalog.clone(), tool_choice: args.tool_choice.clone(), ..PlanRequest::new(request) };
+        let req = PlanRequest {
+            catalog: catalog.clone(),
+            tool_choice: args.tool_choice.clone(),
+            ..PlanRequest::new(request)
+        };
         let o = planner.plan_request(&req)?;
         if args.json {
             println!(
@@ -79,14 +91,27 @@ pub fn run(args: PlanArgs) -> anyhow::Result<Outcome> {
                        "latency_ms": o.latency.as_secs_f64() * 1e3})
             );
         } else {
-            let plan = plansmith_core::Plan { calls: o.calls.clone(), spoken_text: None };
-            let shown = if o.calls.is_empty() { "(no call)".to_string() } else { plansmith_core::Syntax::Dsl.render(&plan).trim_end().to_string() };
+            let plan = plansmith_core::Plan {
+                calls: o.calls.clone(),
+                spoken_text: None,
+            };
+            let shown = if o.calls.is_empty() {
+                "(no call)".to_string()
+            } else {
+                plansmith_core::Syntax::Dsl
+                    .render(&plan)
+                    .trim_end()
+                    .to_string()
+            };
             println!("{request}\n  -> {shown}");
             println!(
                 "     confidence {:.3}, source {:?}{}, {:.1} ms",
                 o.confidence,
                 o.source,
-                o.reason.as_deref().map(|r| format!(", escalated: {r}")).unwrap_or_default(),
+                o.reason
+                    .as_deref()
+                    .map(|r| format!(", escalated: {r}"))
+                    .unwrap_or_default(),
                 o.latency.as_secs_f64() * 1e3
             );
         }

@@ -18,7 +18,10 @@ pub struct RenderArgs {
 }
 
 pub fn run(args: RenderArgs) -> anyhow::Result<Outcome> {
-    let plan = args.from.parse(&args.plan_text).map_err(|e| anyhow::anyhow!("cannot parse plan: {e}"))?;
+    let plan = args
+        .from
+        .parse(&args.plan_text)
+        .map_err(|e| anyhow::anyhow!("cannot parse plan: {e}"))?;
     if args.legacy_tags {
         println!("{}", plansmith_data::legacy_tags(&plan)?);
     } else {

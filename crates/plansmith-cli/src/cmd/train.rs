@@ -79,8 +79,16 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
         (None, None) => split(traces, 0.1, 0.1, args.seed),
         (cal, test) => Splits {
             train: traces,
-            calibration: cal.as_ref().map(read_traces).transpose()?.unwrap_or_default(),
-            test: test.as_ref().map(read_traces).transpose()?.unwrap_or_default(),
+            calibration: cal
+                .as_ref()
+                .map(read_traces)
+                .transpose()?
+                .unwrap_or_default(),
+            test: test
+                .as_ref()
+                .map(read_traces)
+                .transpose()?
+                .unwrap_or_default(),
         },
     };
     let pos = match args.pos.as_str() {
@@ -93,7 +101,11 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
         "all" => ConfidenceMode::AllTokens,
         other => anyhow::bail!("unknown --confidence `{other}` (expected chosen or all)"),
     };
-    let policy = if args.syntax == Syntax::Dsl { Policy::copy_free_strings() } else { Policy::default() };
+    let policy = if args.syntax == Syntax::Dsl {
+        Policy::copy_free_strings()
+    } else {
+        Policy::default()
+    };
     let spec = TrainSpec {
         model: TinyGptConfig {
             d_model: args.d_model,
@@ -103,7 +115,13 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
             pos,
             ..TinyGptConfig::default()
         },
-        train: TrainConfig { epochs: args.epochs, batch_size: args.batch_size, lr: args.lr, seed: args.seed, ..TrainConfig::default() },
+        train: TrainConfig {
+            epochs: args.epochs,
+            batch_size: args.batch_size,
+            lr: args.lr,
+            seed: args.seed,
+            ..TrainConfig::default()
+        },
         settings: PlannerSettings {
             syntax: args.syntax,
             policy,
@@ -123,13 +141,21 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
         );
     }
     let bar = (!args.quiet).then(|| crate::progress::bar(0, "evaluating"));
-    let init = args.init.as_ref().map(|d| plansmith_planner::Planner::load(d)).transpose()?;
+    let init = args
+        .init
+        .as_ref()
+        .map(|d| plansmith_planner::Planner::load(d))
+        .transpose()?;
     let trained = train_planner_from(
         &splits,
         catalog,
         &spec,
         init,
-        if args.quiet { Progress::Hidden } else { Progress::Bar },
+        if args.quiet {
+            Progress::Hidden
+        } else {
+            Progress::Bar
+        },
         |stage, done, total| {
             if let Some(b) = &bar {
                 b.set_length(total as u64);
@@ -156,10 +182,19 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
         println!("saved planner to {}", args.out.display());
         println!(
             "trained {} steps in {:.0}s ({:.0} chars/s), final loss {:.4}",
-            trained.report.steps, trained.report.seconds, trained.report.chars_per_sec, trained.report.final_loss
+            trained.report.steps,
+            trained.report.seconds,
+            trained.report.chars_per_sec,
+            trained.report.final_loss
         );
-        println!("confidence floor {:.4}", trained.planner.settings.conf_floor);
-        crate::cmd::eval::print_gate_table(&[("calibration", meta.calibration.as_ref()), ("test", meta.test.as_ref())]);
+        println!(
+            "confidence floor {:.4}",
+            trained.planner.settings.conf_floor
+        );
+        crate::cmd::eval::print_gate_table(&[
+            ("calibration", meta.calibration.as_ref()),
+            ("test", meta.test.as_ref()),
+        ]);
     }
     Ok(Outcome::Ok)
 }

@@ -30,12 +30,26 @@ pub struct ValidateArgs {
 pub fn run(args: ValidateArgs) -> anyhow::Result<Outcome> {
     let catalog = super::catalog::load(&args.tools)?;
     let validator = PlanValidator::new(&catalog)?;
-    let plan = args.syntax.parse(&args.plan_text).map_err(|e| anyhow::anyhow!("cannot parse plan: {e}"))?;
-    let plan = if args.syntax.is_untyped() { validator.type_values(&plan) } else { plan };
-    let policy = if args.no_copy || args.syntax != Syntax::Dsl { Policy::default() } else { Policy::copy_free_strings() };
+    let plan = args
+        .syntax
+        .parse(&args.plan_text)
+        .map_err(|e| anyhow::anyhow!("cannot parse plan: {e}"))?;
+    let plan = if args.syntax.is_untyped() {
+        validator.type_values(&plan)
+    } else {
+        plan
+    };
+    let policy = if args.no_copy || args.syntax != Syntax::Dsl {
+        Policy::default()
+    } else {
+        Policy::copy_free_strings()
+    };
     let violations = validator.validate(&plan, &policy, args.request.as_deref());
     if args.json {
-        println!("{}", json!({"valid": violations.is_empty(), "plan": plan, "violations": violations}));
+        println!(
+            "{}",
+            json!({"valid": violations.is_empty(), "plan": plan, "violations": violations})
+        );
     } else if violations.is_empty() {
         println!("valid: {}", Syntax::JsonArray.render(&plan));
     } else {
@@ -44,5 +58,9 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<Outcome> {
             println!("  {v}");
         }
     }
-    Ok(if violations.is_empty() { Outcome::Ok } else { Outcome::Failed })
+    Ok(if violations.is_empty() {
+        Outcome::Ok
+    } else {
+        Outcome::Failed
+    })
 }

@@ -70,15 +70,21 @@ pub fn parse(text: &str) -> Result<Plan, ParseError> {
 }
 
 fn parse_call(segment: &str, offset: usize) -> Result<Call, ParseError> {
-    let open = segment
-        .find('(')
-        .ok_or_else(|| ParseError::new(offset, format!("expected `name(...)`, found `{segment}`")))?;
+    let open = segment.find('(').ok_or_else(|| {
+        ParseError::new(offset, format!("expected `name(...)`, found `{segment}`"))
+    })?;
     let name = &segment[..open];
     if !is_valid_tool_name(name) {
-        return Err(ParseError::new(offset, format!("invalid tool name `{name}`")));
+        return Err(ParseError::new(
+            offset,
+            format!("invalid tool name `{name}`"),
+        ));
     }
     if !segment.ends_with(')') {
-        return Err(ParseError::new(offset + segment.len(), "expected `)` closing the call"));
+        return Err(ParseError::new(
+            offset + segment.len(),
+            "expected `)` closing the call",
+        ));
     }
     let inner = &segment[open + 1..segment.len() - 1];
     let inner_offset = offset + open + 1;
@@ -86,16 +92,23 @@ fn parse_call(segment: &str, offset: usize) -> Result<Call, ParseError> {
     if !inner.is_empty() {
         let mut at = inner_offset;
         for arg in inner.split(ARG_SEP) {
-            let eq = arg
-                .find('=')
-                .ok_or_else(|| ParseError::new(at, format!("expected `key=value`, found `{arg}`")))?;
+            let eq = arg.find('=').ok_or_else(|| {
+                ParseError::new(at, format!("expected `key=value`, found `{arg}`"))
+            })?;
             let (key, value) = (&arg[..eq], &arg[eq + 1..]);
             let path: Vec<&str> = key.split('.').collect();
             if path.iter().any(|p| !is_valid_param_name(p)) {
-                return Err(ParseError::new(at, format!("invalid argument name `{key}`")));
+                return Err(ParseError::new(
+                    at,
+                    format!("invalid argument name `{key}`"),
+                ));
             }
             if !is_valid_dsl_value(value) {
-                let why = if value.is_empty() { "empty value" } else { "value contains a reserved character" };
+                let why = if value.is_empty() {
+                    "empty value"
+                } else {
+                    "value contains a reserved character"
+                };
                 return Err(ParseError::new(at + eq + 1, format!("{why} for `{key}`")));
             }
             pairs.push((path, value));
@@ -122,7 +135,9 @@ fn insert_path(map: &mut Map<String, Value>, path: &[&str], value: &str) -> Resu
         map.insert(head.to_string(), Value::String(value.to_string()));
         return Ok(());
     }
-    let child = map.entry(head.to_string()).or_insert_with(|| Value::Object(Map::new()));
+    let child = map
+        .entry(head.to_string())
+        .or_insert_with(|| Value::Object(Map::new()));
     match child {
         Value::Object(m) => insert_path(m, rest, value),
         _ => Err(format!("argument `{head}` is both a value and an object")),
@@ -133,8 +148,7 @@ fn insert_path(map: &mut Map<String, Value>, path: &[&str], value: &str) -> Resu
 fn arrays_from_indices(value: Value) -> Value {
     match value {
         Value::Object(m) => {
-            let is_array = !m.is_empty()
-                && (0..m.len()).all(|i| m.contains_key(&i.to_string()));
+            let is_array = !m.is_empty() && (0..m.len()).all(|i| m.contains_key(&i.to_string()));
             if is_array {
                 let mut m = m;
                 let items = (0..m.len())
@@ -142,7 +156,11 @@ fn arrays_from_indices(value: Value) -> Value {
                     .collect();
                 Value::Array(items)
             } else {
-                Value::Object(m.into_iter().map(|(k, v)| (k, arrays_from_indices(v))).collect())
+                Value::Object(
+                    m.into_iter()
+                        .map(|(k, v)| (k, arrays_from_indices(v)))
+                        .collect(),
+                )
             }
         }
         other => other,
@@ -159,24 +177,40 @@ mod tests {
         let p = parse("lookup_order(order_id=3732) | notify(user=ana)\n").unwrap();
         assert_eq!(p.calls.len(), 2);
         assert_eq!(p.calls[0].arguments["order_id"], json!("3732"));
-        assert_eq!(render(&p), "lookup_order(order_id=3732) | notify(user=ana)\n");
+        assert_eq!(
+            render(&p),
+            "lookup_order(order_id=3732) | notify(user=ana)\n"
+        );
         assert_eq!(parse("done\n").unwrap(), Plan::no_call());
     }
 
     #[test]
     fn nested_and_arrays() {
-        let p = parse("perform(action=click; target.type=ui_element; target.label=Save draft)").unwrap();
-        assert_eq!(p.calls[0].arguments["target"], json!({"type": "ui_element", "label": "Save draft"}));
+        let p = parse("perform(action=click; target.type=ui_element; target.label=Save draft)")
+            .unwrap();
+        assert_eq!(
+            p.calls[0].arguments["target"],
+            json!({"type": "ui_element", "label": "Save draft"})
+        );
         let p = parse("clarify(kind=choice; question=which; choices.0=a; choices.1=b)").unwrap();
         assert_eq!(p.calls[0].arguments["choices"], json!(["a", "b"]));
-        assert_eq!(render(&p), "clarify(kind=choice; question=which; choices.0=a; choices.1=b)\n");
+        assert_eq!(
+            render(&p),
+            "clarify(kind=choice; question=which; choices.0=a; choices.1=b)\n"
+        );
     }
 
     #[test]
     fn errors_say_where() {
         assert_eq!(parse("open(target=x").unwrap_err().offset, 13);
-        assert!(parse("open(a=1; a=2)").unwrap_err().message.contains("twice"));
-        assert!(parse("open(a=)").unwrap_err().message.contains("empty value"));
+        assert!(parse("open(a=1; a=2)")
+            .unwrap_err()
+            .message
+            .contains("twice"));
+        assert!(parse("open(a=)")
+            .unwrap_err()
+            .message
+            .contains("empty value"));
         assert!(parse("open(a=(x))").is_err());
         assert!(parse("").is_err());
         assert!(parse("bad name(a=1)").is_err());

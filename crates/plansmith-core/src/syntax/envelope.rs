@@ -51,32 +51,61 @@ pub fn parse(text: &str) -> Result<Plan, ParseError> {
         let obj = item
             .as_object()
             .ok_or_else(|| ParseError::new(0, format!("{here}: an envelope must be an object")))?;
-        if let Some(k) = obj.keys().find(|k| !matches!(k.as_str(), "verb" | "args" | "spoken_text")) {
-            return Err(ParseError::new(0, format!("{here}: unknown envelope key `{k}`")));
+        if let Some(k) = obj
+            .keys()
+            .find(|k| !matches!(k.as_str(), "verb" | "args" | "spoken_text"))
+        {
+            return Err(ParseError::new(
+                0,
+                format!("{here}: unknown envelope key `{k}`"),
+            ));
         }
         match obj.get("spoken_text") {
             None | Some(Value::Null) => {}
-            Some(Value::String(s)) if plan.spoken_text.is_none() => plan.spoken_text = Some(s.clone()),
-            Some(Value::String(_)) => {
-                return Err(ParseError::new(0, format!("{here}: only one envelope may carry spoken_text")))
+            Some(Value::String(s)) if plan.spoken_text.is_none() => {
+                plan.spoken_text = Some(s.clone())
             }
-            Some(_) => return Err(ParseError::new(0, format!("{here}.spoken_text must be a string"))),
+            Some(Value::String(_)) => {
+                return Err(ParseError::new(
+                    0,
+                    format!("{here}: only one envelope may carry spoken_text"),
+                ))
+            }
+            Some(_) => {
+                return Err(ParseError::new(
+                    0,
+                    format!("{here}.spoken_text must be a string"),
+                ))
+            }
         }
         match obj.get("verb") {
             Some(Value::String(verb)) => {
                 let args = match obj.get("args") {
                     Some(Value::Object(a)) => a.clone(),
                     None => Map::new(),
-                    Some(_) => return Err(ParseError::new(0, format!("{here}.args must be an object"))),
+                    Some(_) => {
+                        return Err(ParseError::new(0, format!("{here}.args must be an object")))
+                    }
                 };
                 plan.calls.push(Call::new(verb.clone(), args));
             }
             Some(Value::Null) if !many => {
-                if obj.get("args").is_some_and(|a| a.as_object().is_none_or(|m| !m.is_empty())) {
-                    return Err(ParseError::new(0, "$: a no-call envelope cannot carry args"));
+                if obj
+                    .get("args")
+                    .is_some_and(|a| a.as_object().is_none_or(|m| !m.is_empty()))
+                {
+                    return Err(ParseError::new(
+                        0,
+                        "$: a no-call envelope cannot carry args",
+                    ));
                 }
             }
-            _ => return Err(ParseError::new(0, format!("{here}.verb must be a tool name"))),
+            _ => {
+                return Err(ParseError::new(
+                    0,
+                    format!("{here}.verb must be a tool name"),
+                ))
+            }
         }
     }
     Ok(plan)

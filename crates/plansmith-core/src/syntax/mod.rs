@@ -28,7 +28,12 @@ pub enum Syntax {
 }
 
 impl Syntax {
-    pub const ALL: [Syntax; 4] = [Syntax::Dsl, Syntax::Envelope, Syntax::OpenAi, Syntax::JsonArray];
+    pub const ALL: [Syntax; 4] = [
+        Syntax::Dsl,
+        Syntax::Envelope,
+        Syntax::OpenAi,
+        Syntax::JsonArray,
+    ];
 
     pub fn render(self, plan: &Plan) -> String {
         match self {
@@ -72,7 +77,9 @@ impl std::str::FromStr for Syntax {
             "envelope" => Ok(Syntax::Envelope),
             "openai" => Ok(Syntax::OpenAi),
             "json" | "json_array" => Ok(Syntax::JsonArray),
-            other => Err(format!("unknown syntax `{other}` (expected dsl, envelope, openai or json)")),
+            other => Err(format!(
+                "unknown syntax `{other}` (expected dsl, envelope, openai or json)"
+            )),
         }
     }
 }
@@ -93,7 +100,10 @@ pub struct ParseError {
 
 impl ParseError {
     pub(crate) fn new(offset: usize, message: impl Into<String>) -> Self {
-        ParseError { offset, message: message.into() }
+        ParseError {
+            offset,
+            message: message.into(),
+        }
     }
 
     pub(crate) fn json(text: &str, e: &serde_json::Error) -> Self {

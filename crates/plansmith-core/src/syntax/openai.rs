@@ -53,15 +53,26 @@ pub fn parse_message(text: &str) -> Result<Plan, ParseError> {
             };
             (calls, content)
         }
-        _ => return Err(ParseError::new(0, "expected an assistant message or a tool_calls array")),
+        _ => {
+            return Err(ParseError::new(
+                0,
+                "expected an assistant message or a tool_calls array",
+            ))
+        }
     };
-    let mut plan = Plan { calls: Vec::with_capacity(calls.len()), spoken_text: content };
+    let mut plan = Plan {
+        calls: Vec::with_capacity(calls.len()),
+        spoken_text: content,
+    };
     for (i, tc) in calls.iter().enumerate() {
         let function = tc
             .get("function")
             .and_then(Value::as_object)
-            .ok_or_else(|| ParseError::new(0, format!("tool_calls[{i}].function must be an object")))?;
-        plan.calls.push(call_from(function, &format!("tool_calls[{i}].function"))?);
+            .ok_or_else(|| {
+                ParseError::new(0, format!("tool_calls[{i}].function must be an object"))
+            })?;
+        plan.calls
+            .push(call_from(function, &format!("tool_calls[{i}].function"))?);
     }
     Ok(plan)
 }
@@ -94,10 +105,25 @@ fn call_from(obj: &Map<String, Value>, here: &str) -> Result<Call, ParseError> {
         Some(Value::Object(m)) => m.clone(),
         Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
             Ok(Value::Object(m)) => m,
-            Ok(_) => return Err(ParseError::new(0, format!("{here}.arguments must encode a JSON object"))),
-            Err(e) => return Err(ParseError::new(0, format!("{here}.arguments is not valid JSON: {e}"))),
+            Ok(_) => {
+                return Err(ParseError::new(
+                    0,
+                    format!("{here}.arguments must encode a JSON object"),
+                ))
+            }
+            Err(e) => {
+                return Err(ParseError::new(
+                    0,
+                    format!("{here}.arguments is not valid JSON: {e}"),
+                ))
+            }
         },
-        Some(_) => return Err(ParseError::new(0, format!("{here}.arguments must be an object or a JSON string"))),
+        Some(_) => {
+            return Err(ParseError::new(
+                0,
+                format!("{here}.arguments must be an object or a JSON string"),
+            ))
+        }
     };
     Ok(Call::new(name, arguments))
 }

@@ -20,7 +20,9 @@ pub fn catalog() -> Catalog {
     Catalog::from_json_str(TOOLS).unwrap()
 }
 
-const USERS: &[&str] = &["ana", "bo", "cy", "dee", "eli", "fay", "gus", "hal", "ivy", "jo", "kai", "lu"];
+const USERS: &[&str] = &[
+    "ana", "bo", "cy", "dee", "eli", "fay", "gus", "hal", "ivy", "jo", "kai", "lu",
+];
 
 fn call(name: &str, args: serde_json::Value) -> Call {
     Call::new(name, args.as_object().unwrap().clone())
@@ -28,7 +30,9 @@ fn call(name: &str, args: serde_json::Value) -> Call {
 
 /// Deterministic traces: lookups, refunds, notifications and refund-then-notify pairs.
 pub fn traces(n: usize, seed: u64) -> Vec<Trace> {
-    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut x = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     let mut next = move |m: u64| {
         x ^= x << 13;
         x ^= x >> 7;
@@ -40,23 +44,54 @@ pub fn traces(n: usize, seed: u64) -> Vec<Trace> {
             let id = 1000 + next(9000);
             let user = USERS[next(USERS.len() as u64) as usize];
             let (request, calls) = match next(4) {
-                0 => (format!("where is order {id}"), vec![call("lookup_order", json!({"order_id": id}))]),
-                1 => (format!("refund order {id}"), vec![call("refund", json!({"order_id": id}))]),
-                2 => (format!("tell {user} it shipped"), vec![call("notify", json!({"user": user}))]),
+                0 => (
+                    format!("where is order {id}"),
+                    vec![call("lookup_order", json!({"order_id": id}))],
+                ),
+                1 => (
+                    format!("refund order {id}"),
+                    vec![call("refund", json!({"order_id": id}))],
+                ),
+                2 => (
+                    format!("tell {user} it shipped"),
+                    vec![call("notify", json!({"user": user}))],
+                ),
                 _ => (
                     format!("refund order {id} and tell {user}"),
-                    vec![call("refund", json!({"order_id": id})), call("notify", json!({"user": user}))],
+                    vec![
+                        call("refund", json!({"order_id": id})),
+                        call("notify", json!({"user": user})),
+                    ],
                 ),
             };
-            Trace { request, calls, tools: None, source: TraceSource::Synthetic, spoken_text: None }
+            Trace {
+                request,
+                calls,
+                tools: None,
+                source: TraceSource::Synthetic,
+                spoken_text: None,
+            }
         })
         .collect()
 }
 
 pub fn spec(epochs: usize, seed: u64) -> TrainSpec {
     TrainSpec {
-        model: TinyGptConfig { d_model: 48, n_layer: 2, n_head: 4, block: 96, pos: PosEncoding::Rope, ..TinyGptConfig::default() },
-        train: TrainConfig { epochs, batch_size: 16, lr: 3e-3, seed, ..TrainConfig::default() },
+        model: TinyGptConfig {
+            d_model: 48,
+            n_layer: 2,
+            n_head: 4,
+            block: 96,
+            pos: PosEncoding::Rope,
+            ..TinyGptConfig::default()
+        },
+        train: TrainConfig {
+            epochs,
+            batch_size: 16,
+            lr: 3e-3,
+            seed,
+            ..TrainConfig::default()
+        },
         settings: PlannerSettings {
             syntax: Syntax::Dsl,
             policy: Policy::copy_free_strings(),
@@ -73,7 +108,19 @@ pub fn spec(epochs: usize, seed: u64) -> TrainSpec {
 pub fn trained() -> &'static Planner {
     static P: OnceLock<Planner> = OnceLock::new();
     P.get_or_init(|| {
-        let splits = Splits { train: traces(600, 1), calibration: traces(150, 2), test: traces(150, 3) };
-        train_planner(&splits, catalog(), &spec(8, 7), Progress::Hidden, |_, _, _| {}).unwrap().planner
+        let splits = Splits {
+            train: traces(600, 1),
+            calibration: traces(150, 2),
+            test: traces(150, 3),
+        };
+        train_planner(
+            &splits,
+            catalog(),
+            &spec(8, 7),
+            Progress::Hidden,
+            |_, _, _| {},
+        )
+        .unwrap()
+        .planner
     })
 }
