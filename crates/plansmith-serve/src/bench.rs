@@ -13,6 +13,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::client::Client;
+use crate::error::ServeError;
+use crate::server::{spawn, ServeConfig};
 
 /// What one load run measured.
 #[derive(Debug, Clone, Serialize)]
@@ -84,6 +86,77 @@ pub async fn load(
     let seconds = start.elapsed().as_secs_f64();
     let samples = samples.lock().map(|s| s.clone()).unwrap_or_default();
     summarize(path, concurrency, &samples, seconds)
+}
+
+/// Start a server for `planner` on a free loopback port (on a runtime of its own), send
+/// `requests` requests built from `texts` at `concurrency` to `/v1/plan` and then the same load to
+/// `/v1/chat/completions`, and stop it. The queue is sized so that the load itself never gets
+/// 429: what is measured is planning plus HTTP, not rejection.
+pub fn in_process(
+    planner: std::sync::Arc<plansmith_planner::Planner>,
+    mut config: ServeConfig,
+    texts: &[String],
+    requests: usize,
+    concurrency: usize,
+) -> Result<Vec<LoadReport>, ServeError> {
+    if texts.is_empty() {
+        return Err(ServeError::Config("no requests to send".into()));
+    }
+    config.addr = SocketAddr::from(([127, 0, 0, 1], 0));
+    config.queue = config.queue.max(concurrency * 2);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("plansmith-bench")
+        .build()?;
+    rt.block_on(async move {
+        let server = spawn(planner, config.clone()).await?;
+        let plan: Vec<Value> = texts.iter().map(|t| serde_json::json!({"request": t})).collect();
+        let chat: Vec<Value> = texts
+            .iter()
+            .map(|t| serde_json::json!({"model": config.model_id, "messages": [{"role": "user", "content": t}]}))
+            .collect();
+        // Warm the grammar, validator and prefix caches the way a running server would be.
+        let key = config.api_key.as_deref();
+        load(server.addr, key, "/v1/plan", Arc::new(plan.iter().take(4).cloned().collect()), 4, 1).await;
+        let mut reports = Vec::new();
+        reports.push(load(server.addr, key, "/v1/plan", Arc::new(plan), requests, concurrency).await);
+        reports.push(load(server.addr, key, "/v1/chat/completions", Arc::new(chat), requests, concurrency).await);
+        server.shutdown().await?;
+        Ok(reports)
+    })
+}
+
+/// A Markdown table of load reports.
+pub fn table(reports: &[LoadReport]) -> String {
+    let mut out = String::from(
+        "| route | requests | concurrency | 2xx | 4xx | 5xx | no response | p50 ms | p90 ms | p99 ms | max ms | req/s |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for r in reports {
+        let count = |lo: u16, hi: u16| {
+            r.status
+                .iter()
+                .filter(|(s, _)| (lo..hi).contains(*s))
+                .map(|(_, n)| n)
+                .sum::<usize>()
+        };
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} |\n",
+            r.route,
+            r.requests,
+            r.concurrency,
+            count(200, 300),
+            count(400, 500),
+            r.server_errors,
+            r.transport_errors,
+            r.p50_ms,
+            r.p90_ms,
+            r.p99_ms,
+            r.max_ms,
+            r.requests_per_sec
+        ));
+    }
+    out
 }
 
 /// Percentiles and counts of `(status, ms)` samples (status 0: no response).

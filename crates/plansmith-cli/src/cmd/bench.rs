@@ -40,6 +40,8 @@ pub enum BenchCommand {
     },
     /// plan() latency of a planner on real requests (one thread).
     Plan(PlanBenchArgs),
+    /// The HTTP server under load: /v1/plan and /v1/chat/completions at a given concurrency.
+    Serve(super::bench_serve::BenchServeArgs),
 }
 
 #[derive(Args)]
@@ -99,6 +101,7 @@ pub fn run(command: BenchCommand) -> anyhow::Result<Outcome> {
             }
         }
         BenchCommand::Plan(args) => bench_plan(args)?,
+        BenchCommand::Serve(args) => return super::bench_serve::run(args),
     }
     Ok(Outcome::Ok)
 }

@@ -1,4 +1,5 @@
 pub mod bench;
+pub mod bench_serve;
 pub mod catalog;
 pub mod data;
 pub mod eval;
