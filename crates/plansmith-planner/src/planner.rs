@@ -247,12 +247,13 @@ impl Planner {
     }
 
     fn options(&self, tool_choice: ToolChoice, max_calls: Option<usize>) -> Options {
-        Options {
-            syntax: self.settings.syntax,
-            policy: self.settings.policy.clone(),
-            tool_choice,
-            max_calls: max_calls.unwrap_or(self.settings.max_calls).max(1),
+        let mut max_calls = max_calls.unwrap_or(self.settings.max_calls).max(1);
+        // A planner whose vocabulary cannot spell the DSL's call separator can emit one call
+        // only; offering more would let decoding walk into a dead end.
+        if self.settings.syntax == Syntax::Dsl && self.codec.encode("|") == [plansmith_lm::UNK_ID] {
+            max_calls = 1;
         }
+        Options { syntax: self.settings.syntax, policy: self.settings.policy.clone(), tool_choice, max_calls }
     }
 
     fn validator(&self, catalog: &Catalog) -> Result<Arc<PlanValidator>, PlannerError> {

@@ -15,6 +15,9 @@ use crate::planner::{Planner, PlannerSettings};
 use crate::prompt;
 use crate::PlannerError;
 
+const PRINTABLE_ASCII: &str =
+    " !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~";
+
 /// Train / calibration / test traces. No request text appears in two splits.
 #[derive(Debug, Clone, Default)]
 pub struct Splits {
