@@ -253,7 +253,12 @@ impl Planner {
         if self.settings.syntax == Syntax::Dsl && self.codec.encode("|") == [plansmith_lm::UNK_ID] {
             max_calls = 1;
         }
-        Options { syntax: self.settings.syntax, policy: self.settings.policy.clone(), tool_choice, max_calls }
+        Options {
+            syntax: self.settings.syntax,
+            policy: self.settings.policy.clone(),
+            tool_choice,
+            max_calls,
+        }
     }
 
     fn validator(&self, catalog: &Catalog) -> Result<Arc<PlanValidator>, PlannerError> {

@@ -134,10 +134,13 @@ pub fn train_planner_from(
     let (codec, init_model) = match init {
         Some(p) => (p.codec.clone(), Some(p.model)),
         None => (
+            // Printable ASCII is always in the vocabulary: requests and grammars may need
+            // characters (like the DSL's `|`) that the training data happens not to contain.
             AnyCodec::Char(CharCodec::from_corpus(
                 train_pairs
                     .iter()
-                    .flat_map(|(p, c)| [p.as_str(), c.as_str()]),
+                    .flat_map(|(p, c)| [p.as_str(), c.as_str()])
+                    .chain([PRINTABLE_ASCII]),
             )),
             None,
         ),
