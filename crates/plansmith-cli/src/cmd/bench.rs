@@ -66,25 +66,47 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 pub fn run(command: BenchCommand) -> anyhow::Result<Outcome> {
     match command {
-        BenchCommand::Grammar { tiktoken, pace, repeats, peer_dir, json } => {
-            let report = plansmith_grammar::bench::run(&plansmith_grammar::bench::BenchConfig { tiktoken, pace, repeats, peer_dir })?;
+        BenchCommand::Grammar {
+            tiktoken,
+            pace,
+            repeats,
+            peer_dir,
+            json,
+        } => {
+            let report = plansmith_grammar::bench::run(&plansmith_grammar::bench::BenchConfig {
+                tiktoken,
+                pace,
+                repeats,
+                peer_dir,
+            })?;
             if json {
                 println!("{}", serde_json::to_string(&report)?);
             } else {
                 print!("{}", plansmith_grammar::bench::table(&report));
             }
         }
-        BenchCommand::Train { batches, steps, json } => {
+        BenchCommand::Train {
+            batches,
+            steps,
+            json,
+        } => {
             let mut rows = Vec::new();
             for batch_size in batches {
-                rows.push(bench_train(&TrainBenchConfig { batch_size, steps, ..TrainBenchConfig::default() })?);
+                rows.push(bench_train(&TrainBenchConfig {
+                    batch_size,
+                    steps,
+                    ..TrainBenchConfig::default()
+                })?);
             }
             if json {
                 println!("{}", serde_json::to_string(&rows)?);
             } else {
                 println!("| batch | seq len | ms/step | chars/s |\n|---:|---:|---:|---:|");
                 for r in rows {
-                    println!("| {} | {} | {:.1} | {:.0} |", r.batch_size, r.seq_len, r.ms_per_step, r.chars_per_sec);
+                    println!(
+                        "| {} | {} | {:.1} | {:.0} |",
+                        r.batch_size, r.seq_len, r.ms_per_step, r.chars_per_sec
+                    );
                 }
             }
         }
@@ -95,8 +117,14 @@ pub fn run(command: BenchCommand) -> anyhow::Result<Outcome> {
             } else {
                 println!("| {}-token prompt | µs |\n|---|---:|", r.prompt_len);
                 println!("| prefill | {:.0} |", r.prefill_us);
-                println!("| cached decode, per token | {:.1} |", r.cached_us_per_token);
-                println!("| full recompute (mixle), per token | {:.1} |", r.uncached_us_per_token);
+                println!(
+                    "| cached decode, per token | {:.1} |",
+                    r.cached_us_per_token
+                );
+                println!(
+                    "| full recompute (mixle), per token | {:.1} |",
+                    r.uncached_us_per_token
+                );
                 println!("| speed-up | {:.1}x |", r.speedup);
             }
         }
@@ -109,11 +137,20 @@ pub fn run(command: BenchCommand) -> anyhow::Result<Outcome> {
 fn bench_plan(args: PlanBenchArgs) -> anyhow::Result<()> {
     let planner = super::plan::load_planner(&args.planner)?;
     let requests: Vec<String> = match &args.data {
-        Some(path) => read_traces(path)?.into_iter().map(|t| t.request).take(args.n).collect(),
+        Some(path) => read_traces(path)?
+            .into_iter()
+            .map(|t| t.request)
+            .take(args.n)
+            .collect(),
         None => {
             let mut cfg = plansmith_data::PaceConfig::with_n(300);
             cfg.seed = 1234;
-            plansmith_data::generate_pace(&cfg)?.test.into_iter().map(|t| t.request).take(args.n).collect()
+            plansmith_data::generate_pace(&cfg)?
+                .test
+                .into_iter()
+                .map(|t| t.request)
+                .take(args.n)
+                .collect()
         }
     };
     // Warm the caches (grammar template, validator) like a running server would be.
