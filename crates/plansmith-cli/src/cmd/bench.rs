@@ -143,7 +143,7 @@ fn bench_plan(args: PlanBenchArgs) -> anyhow::Result<()> {
             .take(args.n)
             .collect(),
         None => {
-            let mut cfg = plansmith_data::PaceConfig::with_n(300);
+            let mut cfg = plansmith_data::PaceConfig::with_n(1500);
             cfg.seed = 1234;
             plansmith_data::generate_pace(&cfg)?
                 .test

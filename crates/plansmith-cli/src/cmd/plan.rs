@@ -87,7 +87,7 @@ pub fn run(args: PlanArgs) -> anyhow::Result<Outcome> {
             println!(
                 "{}",
                 json!({"request": request, "calls": o.calls, "spoken_text": o.spoken_text, "confidence": o.confidence,
-                       "escalated": o.escalated, "source": o.source, "reason": o.reason,
+                       "escalated": o.escalated, "source": o.source, "reason": o.reason, "text": o.text,
                        "latency_ms": o.latency.as_secs_f64() * 1e3})
             );
         } else {
@@ -95,13 +95,19 @@ pub fn run(args: PlanArgs) -> anyhow::Result<Outcome> {
                 calls: o.calls.clone(),
                 spoken_text: None,
             };
-            let shown = if o.calls.is_empty() {
-                "(no call)".to_string()
-            } else {
+            let shown = if !o.calls.is_empty() {
                 plansmith_core::Syntax::Dsl
                     .render(&plan)
                     .trim_end()
                     .to_string()
+            } else if o.escalated && !o.text.trim().is_empty() {
+                // Not emitted (unverified), but worth seeing: what the model would have said.
+                format!(
+                    "(no verified plan; the model proposed `{}`)",
+                    o.text.trim_end()
+                )
+            } else {
+                "(no call)".to_string()
             };
             println!("{request}\n  -> {shown}");
             println!(
