@@ -249,14 +249,20 @@ fn type_value(schema: &Value, value: &Value) -> Value {
             Some(sub) => Value::Array(items.iter().map(|v| type_value(sub, v)).collect()),
             None => value.clone(),
         },
-        Value::String(s) => type_string(schema, s).unwrap_or_else(|| value.clone()),
+        Value::String(s) => type_string(schema, s),
         other => other.clone(),
     }
 }
 
-fn type_string(schema: &Value, s: &str) -> Option<Value> {
+/// How one untyped DSL value is typed from its schema (`"3"` -> 3 for an integer). A value
+/// that fits no type stays a string, so validation reports it instead of guessing.
+pub fn type_string(schema: &Value, s: &str) -> Value {
+    typed_string(schema, s).unwrap_or_else(|| Value::String(s.to_string()))
+}
+
+fn typed_string(schema: &Value, s: &str) -> Option<Value> {
     if let Some(branches) = schema.get("anyOf").and_then(Value::as_array) {
-        return branches.iter().find_map(|b| type_string(b, s));
+        return branches.iter().find_map(|b| typed_string(b, s));
     }
     let types: Vec<&str> = match schema.get("type") {
         Some(Value::String(t)) => vec![t.as_str()],

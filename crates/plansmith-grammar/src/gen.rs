@@ -479,35 +479,6 @@ fn entity_ref_types(schema: &Value) -> Option<Vec<String>> {
     (!values.is_empty()).then_some(values)
 }
 
-/// How a DSL string value is typed back (mirrors `plansmith_core::validate::type_values`).
-fn dsl_typed(schema: &Value, s: &str) -> Value {
-    let ts = types(schema);
-    if ts.contains(&"string") {
-        return Value::String(s.into());
-    }
-    for t in ts {
-        let v = match t {
-            "integer" => s.parse::<i64>().ok().map(Value::from),
-            "number" => s.parse::<i64>().ok().map(Value::from).or_else(|| {
-                s.parse::<f64>()
-                    .ok()
-                    .and_then(|f| serde_json::Number::from_f64(f).map(Value::Number))
-            }),
-            "boolean" => match s {
-                "true" => Some(Value::Bool(true)),
-                "false" => Some(Value::Bool(false)),
-                _ => None,
-            },
-            "null" if s == "null" => Some(Value::Null),
-            _ => None,
-        };
-        if let Some(v) = v {
-            return v;
-        }
-    }
-    Value::String(s.into())
-}
-
 fn json_type_ok(ts: &[&str], v: &Value) -> bool {
     ts.is_empty()
         || ts.iter().any(|t| match *t {
@@ -878,7 +849,9 @@ impl<'a> Gen<'a> {
                         Value::Number(_) | Value::Bool(_) | Value::Null => v.to_string(),
                         _ => continue,
                     };
-                    if is_valid_dsl_value(&s) && dsl_typed(schema, &s) == *v {
+                    if is_valid_dsl_value(&s)
+                        && plansmith_core::validate::type_string(schema, &s) == *v
+                    {
                         alts.push(v.clone());
                     }
                 }

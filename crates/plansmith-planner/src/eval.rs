@@ -38,9 +38,8 @@ pub fn items(traces: &[Trace]) -> Result<Vec<Item>, PlannerError> {
 }
 
 /// Plans are compared on calls (names and typed arguments, in order); spoken text is free.
-pub fn same_calls(planner: &Planner, catalog: &Catalog, a: &Plan, gold: &Plan) -> bool {
+pub fn same_calls(catalog: &Catalog, a: &Plan, gold: &Plan) -> bool {
     let gold = plansmith_core::validate::type_values(gold, catalog);
-    let _ = planner;
     a.calls == gold.calls
 }
 
@@ -59,7 +58,7 @@ pub fn judge(planner: &Planner, item: &Item) -> Result<Judged, PlannerError> {
         && decoded
             .plan
             .as_ref()
-            .is_some_and(|p| same_calls(planner, catalog, p, &item.gold));
+            .is_some_and(|p| same_calls(catalog, p, &item.gold));
     Ok(Judged { decoded, correct })
 }
 
@@ -134,7 +133,7 @@ pub fn evaluate(
                 valid += 1;
                 if d.plan
                     .as_ref()
-                    .is_some_and(|p| same_calls(planner, catalog, p, &item.gold))
+                    .is_some_and(|p| same_calls(catalog, p, &item.gold))
                 {
                     ok += 1;
                 }

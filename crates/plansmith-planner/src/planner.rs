@@ -41,6 +41,21 @@ pub struct PlannerSettings {
     pub max_calls: usize,
 }
 
+impl PlannerSettings {
+    /// A plan-DSL planner with the DSL's copy policy, the catalog in the weights, no floor
+    /// yet (training fits it), confidence over chosen tokens, up to 4 calls.
+    pub fn dsl() -> Self {
+        PlannerSettings {
+            syntax: Syntax::Dsl,
+            policy: Policy::copy_free_strings(),
+            tools_in_prompt: false,
+            conf_floor: f32::MIN,
+            confidence: ConfidenceMode::ChosenTokens,
+            max_calls: 4,
+        }
+    }
+}
+
 /// Where the emitted plan came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -160,11 +175,14 @@ pub struct Planner {
     pub model: TinyGpt,
     pub codec: AnyCodec,
     pub catalog: Arc<Catalog>,
+    /// `catalog.hash()`, computed once: every request against the default catalog keys the
+    /// grammar, validator and prefix caches with it.
+    catalog_hash: String,
     pub settings: PlannerSettings,
     pub meta: crate::dir::PlannerMeta,
     engine: Engine,
     eos: u32,
-    prefixes: Mutex<HashMap<String, (KvCache, Vec<f32>)>>,
+    prefixes: Mutex<HashMap<String, KvCache>>,
     catalogs: Mutex<Catalogs>,
     teacher: Option<Box<dyn Teacher>>,
     harvest: Option<Mutex<TraceWriter>>,
@@ -198,8 +216,10 @@ impl Planner {
     ) -> Result<Planner, PlannerError> {
         let env = tok_env(&codec, model.config().vocab)?;
         let engine = Engine::new(env).map_err(|e| PlannerError::Grammar(e.to_string()))?;
+        let catalog_hash = catalog.hash();
         let catalog = Arc::new(catalog);
         let planner = Planner {
+            catalog_hash: catalog_hash.clone(),
             eos: grammar_eos(&codec),
             model,
             codec,
@@ -216,10 +236,14 @@ impl Planner {
             counters: Mutex::new(Counters::default()),
         };
         // Compile the default catalog's validator and grammar now, not on the first request.
-        planner.validator(&catalog)?;
+        planner.validator(&catalog_hash, &catalog)?;
         planner
             .engine
-            .prepare(&catalog, &planner.options(ToolChoice::Auto, None))
+            .prepare_hashed(
+                &catalog_hash,
+                &catalog,
+                &planner.options(ToolChoice::Auto, None),
+            )
             .map_err(|e| PlannerError::Grammar(e.to_string()))?;
         Ok(planner)
     }
@@ -261,46 +285,52 @@ impl Planner {
         }
     }
 
-    fn validator(&self, catalog: &Catalog) -> Result<Arc<PlanValidator>, PlannerError> {
-        let hash = catalog.hash();
+    /// The catalog a request plans against, with its hash (the default's is precomputed).
+    fn catalog_and_hash(&self, requested: Option<&Arc<Catalog>>) -> (Arc<Catalog>, String) {
+        match requested {
+            Some(c) => (c.clone(), c.hash()),
+            None => (self.catalog.clone(), self.catalog_hash.clone()),
+        }
+    }
+
+    fn validator(&self, hash: &str, catalog: &Catalog) -> Result<Arc<PlanValidator>, PlannerError> {
         let mut cats = self.catalogs.lock().map_err(|_| PlannerError::Poisoned)?;
-        if let Some(v) = cats.validators.get(&hash) {
+        if let Some(v) = cats.validators.get(hash) {
             return Ok(v.clone());
         }
         let v = Arc::new(PlanValidator::new(catalog)?);
         if cats.validators.len() > 64 {
             cats.validators.clear();
         }
-        cats.validators.insert(hash, v.clone());
+        cats.validators.insert(hash.to_string(), v.clone());
         Ok(v)
     }
 
-    /// KV cache + next logits after the shared prompt prefix (tools line), cached by catalog.
-    fn prefix_state(&self, catalog: &Catalog) -> Result<(KvCache, Option<Vec<f32>>), PlannerError> {
+    /// KV cache after the shared prompt prefix (the tools line), cached by catalog hash.
+    fn prefix_state(&self, catalog: &Catalog, hash: &str) -> Result<KvCache, PlannerError> {
         let text = prompt::prefix(catalog, self.settings.tools_in_prompt);
         if text.is_empty() {
-            return Ok((KvCache::new(), None));
+            return Ok(KvCache::new());
         }
-        let key = catalog.hash();
-        if let Some((cache, logits)) = self
+        if let Some(cache) = self
             .prefixes
             .lock()
             .map_err(|_| PlannerError::Poisoned)?
-            .get(&key)
+            .get(hash)
         {
             self.bump(|c| c.prefix_cache_hits += 1);
-            return Ok((cache.snapshot(), Some(logits.clone())));
+            return Ok(cache.snapshot());
         }
         self.bump(|c| c.prefix_cache_misses += 1);
         let mut cache = KvCache::new();
-        let ids = self.codec.encode(&text);
-        let logits = self.model.forward_step(&ids, &mut cache)?;
+        self.model
+            .forward_step(&self.codec.encode(&text), &mut cache)?;
         let mut map = self.prefixes.lock().map_err(|_| PlannerError::Poisoned)?;
         if map.len() >= 32 {
             map.clear();
         }
-        map.insert(key, (cache.snapshot(), logits.clone()));
-        Ok((cache, Some(logits)))
+        map.insert(hash.to_string(), cache.snapshot());
+        Ok(cache)
     }
 
     fn bump(&self, f: impl FnOnce(&mut Counters)) {
@@ -311,18 +341,24 @@ impl Planner {
 
     /// Constrained greedy decode of one request (no gate, no teacher).
     pub fn decode(&self, req: &PlanRequest) -> Result<Decoded, PlannerError> {
-        let catalog = req.catalog.clone().unwrap_or_else(|| self.catalog.clone());
+        let (catalog, hash) = self.catalog_and_hash(req.catalog.as_ref());
         let options = self.options(req.tool_choice.clone(), req.max_calls);
         let request_text = prompt::clean_request(&req.text);
         let grammar_request = Request {
             text: request_text.clone(),
             entities: req.entities.clone(),
         };
-        let mut constraint = match self.engine.constraint(&catalog, &options, &grammar_request) {
-            Ok(c) => c,
-            Err(e) => return Err(PlannerError::Grammar(e.to_string())),
-        };
-        let (mut cache, prefix_logits) = self.prefix_state(&catalog)?;
+        let grammar_error =
+            |e: plansmith_grammar::GrammarError| PlannerError::Grammar(e.to_string());
+        let prepared = self
+            .engine
+            .prepare_hashed(&hash, &catalog, &options)
+            .map_err(grammar_error)?;
+        let mut constraint = self
+            .engine
+            .constraint_for(&prepared, &grammar_request)
+            .map_err(grammar_error)?;
+        let mut cache = self.prefix_state(&catalog, &hash)?;
         let req_ids = self
             .codec
             .encode(&format!("{request_text}{}", prompt::ARROW));
@@ -335,7 +371,6 @@ impl Planner {
             }
             Err(e) => return Err(e.into()),
         };
-        let _ = prefix_logits;
         let block = self.model.config().block;
         let (mut sum_all, mut n_all, mut sum_chosen, mut n_chosen) = (0f64, 0usize, 0f64, 0usize);
         let mut out_ids: Vec<u32> = Vec::new();
@@ -409,7 +444,7 @@ impl Planner {
         }
         let text = constraint.output_text();
         let mean = |s: f64, n: usize| if n == 0 { 0.0 } else { (s / n as f64) as f32 };
-        let mut decoded = self.check(&catalog, &request_text, &text)?;
+        let mut decoded = self.check(&catalog, &hash, &request_text, &text)?;
         decoded.dead = dead;
         decoded.conf_all = mean(sum_all, n_all);
         decoded.conf_chosen = mean(sum_chosen, n_chosen);
@@ -419,8 +454,14 @@ impl Planner {
     }
 
     /// Parse, type and validate a completion text.
-    fn check(&self, catalog: &Catalog, request: &str, text: &str) -> Result<Decoded, PlannerError> {
-        let validator = self.validator(catalog)?;
+    fn check(
+        &self,
+        catalog: &Catalog,
+        hash: &str,
+        request: &str,
+        text: &str,
+    ) -> Result<Decoded, PlannerError> {
+        let validator = self.validator(hash, catalog)?;
         let (plan, violations) = match self.settings.syntax.parse(text) {
             Ok(plan) => {
                 let plan = if self.settings.syntax.is_untyped() {
@@ -453,6 +494,7 @@ impl Planner {
         catalog: Option<&Catalog>,
         sampler: &mut Sampler,
     ) -> Result<Decoded, PlannerError> {
+        let catalog_arg = catalog;
         let catalog = catalog.unwrap_or(&self.catalog);
         let request_text = prompt::clean_request(request);
         let prompt_text = prompt::render(catalog, self.settings.tools_in_prompt, &request_text);
@@ -482,7 +524,11 @@ impl Planner {
             logits = self.model.forward_step(&[tok], &mut cache)?;
         }
         let text = self.codec.decode(&out);
-        let mut d = self.check(catalog, &request_text, &text)?;
+        let hash = match catalog_arg {
+            Some(c) => c.hash(),
+            None => self.catalog_hash.clone(),
+        };
+        let mut d = self.check(catalog, &hash, &request_text, &text)?;
         let conf = if n == 0 { 0.0 } else { (sum / n as f64) as f32 };
         d.conf_all = conf;
         d.conf_chosen = conf;
@@ -541,7 +587,7 @@ impl Planner {
         if let Some(teacher) = &self.teacher {
             match teacher.plan(&req.text, &catalog) {
                 Ok(plan) => {
-                    self.harvest(&req.text, &plan, &catalog)?;
+                    self.harvest(&req.text, &plan, req.catalog.as_deref())?;
                     outcome.calls = plan.calls;
                     outcome.spoken_text = plan.spoken_text;
                     outcome.source = Source::Teacher;
@@ -559,11 +605,20 @@ impl Planner {
         Ok(outcome)
     }
 
-    fn harvest(&self, request: &str, plan: &Plan, catalog: &Catalog) -> Result<(), PlannerError> {
+    /// Append the teacher's plan as a trace; it carries the request's own catalog when that
+    /// differs from the planner's.
+    fn harvest(
+        &self,
+        request: &str,
+        plan: &Plan,
+        requested: Option<&Catalog>,
+    ) -> Result<(), PlannerError> {
         let Some(writer) = &self.harvest else {
             return Ok(());
         };
-        let tools = (catalog.hash() != self.catalog.hash()).then(|| catalog.to_openai());
+        let tools = requested
+            .filter(|c| c.hash() != self.catalog_hash)
+            .map(Catalog::to_openai);
         let trace = Trace {
             request: request.to_string(),
             calls: plan.calls.clone(),

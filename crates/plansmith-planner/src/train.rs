@@ -196,13 +196,11 @@ pub fn train_planner_from(
     }
     if !splits.test.is_empty() {
         let test = items(&splits.test)?;
-        let (summary, judged) =
-            evaluate(&planner, &test, false, |d, n| eval_progress("test", d, n))?;
+        let (_, judged) = evaluate(&planner, &test, false, |d, n| eval_progress("test", d, n))?;
         meta.test = Some(gate_metrics(
             &scored(&judged, mode),
             planner.settings.conf_floor,
         ));
-        let _ = summary;
     }
     planner.meta = meta;
     Ok(Trained { planner, report })

@@ -1,12 +1,11 @@
 //! The shipped default planner must not silently rot: it is re-checked on freshly generated
 //! Pace requests, and a reduced-budget re-train with the same recipe must still learn.
 
-use plansmith_core::{Policy, Syntax};
 use plansmith_data::{generate_pace, pace_catalog, PaceConfig};
 use plansmith_lm::{PosEncoding, Progress, TinyGptConfig, TrainConfig};
 use plansmith_planner::eval::{evaluate, items};
 use plansmith_planner::train::{train_planner, Splits, TrainSpec};
-use plansmith_planner::{default_planner, ConfidenceMode, PlannerSettings};
+use plansmith_planner::{default_planner, PlannerSettings};
 
 fn fresh_requests(seed: u64) -> Vec<plansmith_core::Trace> {
     let mut cfg = PaceConfig::with_n(1500);
@@ -61,14 +60,7 @@ fn reduced_budget_retrain_still_learns() {
             seed: 0,
             ..TrainConfig::default()
         },
-        settings: PlannerSettings {
-            syntax: Syntax::Dsl,
-            policy: Policy::copy_free_strings(),
-            tools_in_prompt: false,
-            conf_floor: f32::MIN,
-            confidence: ConfidenceMode::ChosenTokens,
-            max_calls: 4,
-        },
+        settings: PlannerSettings::dsl(),
         target_precision: 1.0,
     };
     let trained = train_planner(

@@ -126,9 +126,8 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
             syntax: args.syntax,
             policy,
             tools_in_prompt: args.tools_in_prompt,
-            conf_floor: f32::MIN,
             confidence,
-            max_calls: 4,
+            ..PlannerSettings::dsl()
         },
         target_precision: args.target_precision,
     };

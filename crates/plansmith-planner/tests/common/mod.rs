@@ -4,10 +4,10 @@
 
 use std::sync::OnceLock;
 
-use plansmith_core::{Call, Catalog, Policy, Syntax, Trace, TraceSource};
+use plansmith_core::{Call, Catalog, Trace, TraceSource};
 use plansmith_lm::{PosEncoding, Progress, TinyGptConfig, TrainConfig};
 use plansmith_planner::train::{train_planner, Splits, TrainSpec};
-use plansmith_planner::{ConfidenceMode, Planner, PlannerSettings};
+use plansmith_planner::{Planner, PlannerSettings};
 use serde_json::json;
 
 pub const TOOLS: &str = r#"[
@@ -92,14 +92,7 @@ pub fn spec(epochs: usize, seed: u64) -> TrainSpec {
             seed,
             ..TrainConfig::default()
         },
-        settings: PlannerSettings {
-            syntax: Syntax::Dsl,
-            policy: Policy::copy_free_strings(),
-            tools_in_prompt: false,
-            conf_floor: f32::MIN,
-            confidence: ConfidenceMode::ChosenTokens,
-            max_calls: 4,
-        },
+        settings: PlannerSettings::dsl(),
         target_precision: 1.0,
     }
 }

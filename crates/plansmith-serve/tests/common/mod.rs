@@ -4,10 +4,10 @@
 
 use std::sync::{Arc, OnceLock};
 
-use plansmith_core::{Policy, Syntax, Trace, TraceSource};
+use plansmith_core::{Trace, TraceSource};
 use plansmith_lm::{Progress, TinyGptConfig, TrainConfig};
 use plansmith_planner::train::{train_planner, Splits, TrainSpec};
-use plansmith_planner::{ConfidenceMode, Planner, PlannerSettings};
+use plansmith_planner::{Planner, PlannerSettings};
 use serde_json::{json, Value};
 
 /// A tiny planner trained in a few seconds on generated Pace traces. Quality does not
@@ -66,12 +66,8 @@ pub fn train_tiny(floor: f32) -> Planner {
             ..TrainConfig::default()
         },
         settings: PlannerSettings {
-            syntax: Syntax::Dsl,
-            policy: Policy::copy_free_strings(),
-            tools_in_prompt: false,
             conf_floor: floor,
-            confidence: ConfidenceMode::ChosenTokens,
-            max_calls: 4,
+            ..PlannerSettings::dsl()
         },
         target_precision: 1.0,
     };
