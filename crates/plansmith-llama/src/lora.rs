@@ -74,11 +74,7 @@ impl LoraConfig {
 }
 
 fn dense(w: &QMatMul) -> Result<Tensor> {
-    Ok(match w {
-        QMatMul::QTensor(q) => q.dequantize(&Device::Cpu)?,
-        QMatMul::Tensor(t) => t.clone(),
-        QMatMul::TensorF16(t) => t.to_dtype(DType::F32)?,
-    })
+    crate::model::dense_weight(w)
 }
 
 struct DenseBlock {
@@ -88,6 +84,10 @@ struct DenseBlock {
     gate: Tensor,
     up: Tensor,
     down: Tensor,
+    /// q / k / v biases (Qwen2) and per-head q / k norms (Qwen3), frozen.
+    bias: [Option<Tensor>; 3],
+    q_norm: Option<Tensor>,
+    k_norm: Option<Tensor>,
 }
 
 /// Frozen f32 copy of a model plus trainable LoRA matrices.
@@ -112,7 +112,7 @@ fn rms_norm_explicit(x: &Tensor, w: &Tensor, eps: f64) -> Result<Tensor> {
 
 /// Row permutation GGUF -> HF for q/k: within each head, GGUF row `2i + s` is HF row
 /// `s * hd/2 + i`.
-fn gguf_to_hf_rows(t: &Tensor, n_heads: usize, head_dim: usize) -> Result<Tensor> {
+pub(crate) fn gguf_to_hf_rows(t: &Tensor, n_heads: usize, head_dim: usize) -> Result<Tensor> {
     let cols = t.dim(1)?;
     Ok(t.reshape((n_heads, head_dim / 2, 2, cols))?
         .transpose(1, 2)?
@@ -120,7 +120,7 @@ fn gguf_to_hf_rows(t: &Tensor, n_heads: usize, head_dim: usize) -> Result<Tensor
         .reshape((n_heads * head_dim, cols))?)
 }
 
-fn hf_to_gguf_rows(t: &Tensor, n_heads: usize, head_dim: usize) -> Result<Tensor> {
+pub(crate) fn hf_to_gguf_rows(t: &Tensor, n_heads: usize, head_dim: usize) -> Result<Tensor> {
     let cols = t.dim(1)?;
     Ok(t.reshape((n_heads, 2, head_dim / 2, cols))?
         .transpose(1, 2)?
@@ -142,6 +142,9 @@ impl LoraTrainer {
                 gate: dense(&b.gate)?,
                 up: dense(&b.up)?,
                 down: dense(&b.down)?,
+                bias: [b.bq.clone(), b.bk.clone(), b.bv.clone()],
+                q_norm: b.q_norm.clone(),
+                k_norm: b.k_norm.clone(),
             });
         }
         let (cos, sin) = crate::model::rope_tables(&cfg, &dev)?;
@@ -199,6 +202,10 @@ impl LoraTrainer {
     fn proj(&self, li: usize, t: LoraTarget, x: &Tensor) -> Result<Tensor> {
         let w = &self.blocks[li].w[t as usize];
         let y = x.matmul(&w.t()?)?;
+        let y = match self.blocks[li].bias.get(t as usize) {
+            Some(Some(bias)) => y.broadcast_add(bias)?,
+            _ => y,
+        };
         match self.adapters.get(&(li, t)) {
             Some((a, b)) => {
                 let d = x.matmul(&a.as_tensor().t()?)?.matmul(&b.as_tensor().t()?)?;
@@ -238,6 +245,14 @@ impl LoraTrainer {
             let v = self.proj(li, LoraTarget::V, &h)?;
             let q = q.reshape((1, l, nh, hd))?.transpose(1, 2)?.contiguous()?;
             let k = k.reshape((1, l, nkv, hd))?.transpose(1, 2)?.contiguous()?;
+            let q = match &b.q_norm {
+                Some(w) => rms_norm_explicit(&q, w, cfg.rms_eps)?,
+                None => q,
+            };
+            let k = match &b.k_norm {
+                Some(w) => rms_norm_explicit(&k, w, cfg.rms_eps)?,
+                None => k,
+            };
             let q = candle_nn::rotary_emb::rope_i_slow(&q, &self.cos, &self.sin)?;
             let k = candle_nn::rotary_emb::rope_i_slow(&k, &self.cos, &self.sin)?;
             let q = (q.reshape((nkv, group * l, hd))? * scale)?;
@@ -341,6 +356,8 @@ impl LoraTrainer {
 /// A PEFT adapter read back from disk (B of q/k permuted back to GGUF layout).
 #[derive(Debug)]
 pub struct PeftAdapter {
+    /// Directory the adapter was loaded from (named in errors).
+    pub path: std::path::PathBuf,
     pub config: LoraConfig,
     /// (layer, target) -> (A [r, in], B [out, r]) in GGUF layout.
     pub weights: BTreeMap<(usize, LoraTarget), (Tensor, Tensor)>,
@@ -364,14 +381,28 @@ impl PeftAdapter {
             .ok_or_else(|| LlamaError::State(format!("{}: missing `r`", cp.display())))?
             as usize;
         let alpha = v["lora_alpha"].as_f64().unwrap_or(r as f64);
-        let targets: Vec<LoraTarget> = v["target_modules"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| s.as_str().and_then(LoraTarget::from_peft))
-                    .collect()
-            })
-            .unwrap_or_default();
+        if r == 0 {
+            return Err(LlamaError::State(format!("{}: `r` is 0", cp.display())));
+        }
+        let modules = v["target_modules"].as_array().ok_or_else(|| {
+            LlamaError::Unsupported(format!(
+                "{}: `target_modules` must be a list of module names (q_proj, k_proj, v_proj, o_proj)",
+                cp.display()
+            ))
+        })?;
+        let mut targets: Vec<LoraTarget> = Vec::new();
+        for m in modules {
+            let t = m.as_str().and_then(LoraTarget::from_peft).ok_or_else(|| {
+                LlamaError::Unsupported(format!(
+                    "{}: LoRA target module {m} (supported: q_proj, k_proj, v_proj, o_proj)",
+                    cp.display()
+                ))
+            })?;
+            if !targets.contains(&t) {
+                targets.push(t);
+            }
+        }
+        targets.sort();
         let st = dir.join("adapter_model.safetensors");
         let tensors = candle_core::safetensors::load(&st, &Device::Cpu)?;
         let mut weights = BTreeMap::new();
@@ -382,21 +413,41 @@ impl PeftAdapter {
                     t.peft_name()
                 );
                 let get = |n: &str| {
-                    tensors.get(n).cloned().ok_or_else(|| {
-                        LlamaError::State(format!("{}: missing tensor `{n}`", st.display()))
-                    })
+                    tensors
+                        .get(n)
+                        .map(|t| t.to_dtype(DType::F32))
+                        .transpose()?
+                        .ok_or_else(|| LlamaError::MissingTensor {
+                            path: st.clone(),
+                            tensor: n.to_string(),
+                        })
                 };
                 let a = get(&format!("{p}.lora_A.weight"))?;
                 let b = get(&format!("{p}.lora_B.weight"))?;
-                let b = match t {
-                    LoraTarget::Q => hf_to_gguf_rows(&b, cfg.num_heads, cfg.head_dim)?,
-                    LoraTarget::K => hf_to_gguf_rows(&b, cfg.num_kv_heads, cfg.head_dim)?,
-                    _ => b,
+                let heads = match t {
+                    LoraTarget::Q => Some(cfg.num_heads),
+                    LoraTarget::K => Some(cfg.num_kv_heads),
+                    _ => None,
+                };
+                let b = match heads {
+                    Some(h) if b.dims() == [h * cfg.head_dim, r] => {
+                        hf_to_gguf_rows(&b, h, cfg.head_dim)?
+                    }
+                    Some(h) => {
+                        return Err(LlamaError::TensorShape {
+                            path: st.clone(),
+                            tensor: format!("{p}.lora_B.weight"),
+                            found: b.dims().to_vec(),
+                            expected: vec![h * cfg.head_dim, r],
+                        })
+                    }
+                    None => b,
                 };
                 weights.insert((li, t), (a, b));
             }
         }
         Ok(Self {
+            path: dir.to_path_buf(),
             config: LoraConfig { r, alpha, targets },
             weights,
         })

@@ -40,6 +40,64 @@ pub(crate) struct Block {
     pub gate: QMatMul,
     pub up: QMatMul,
     pub down: QMatMul,
+    /// q/k/v projection biases (Qwen2), q/k rows in the interleaved-RoPE layout.
+    pub bq: Option<Tensor>,
+    pub bk: Option<Tensor>,
+    pub bv: Option<Tensor>,
+    /// Per-head RMSNorm weights `[head_dim]` applied to q / k before RoPE (Qwen3), in the
+    /// interleaved-RoPE layout.
+    pub q_norm: Option<Tensor>,
+    pub k_norm: Option<Tensor>,
+}
+
+impl Block {
+    /// A block without biases or q/k norms.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn plain(
+        attn_norm: Tensor,
+        wq: QMatMul,
+        wk: QMatMul,
+        wv: QMatMul,
+        wo: QMatMul,
+        ffn_norm: Tensor,
+        gate: QMatMul,
+        up: QMatMul,
+        down: QMatMul,
+    ) -> Self {
+        Self {
+            attn_norm,
+            wq,
+            wk,
+            wv,
+            wo,
+            ffn_norm,
+            gate,
+            up,
+            down,
+            bq: None,
+            bk: None,
+            bv: None,
+            q_norm: None,
+            k_norm: None,
+        }
+    }
+}
+
+/// Dense f32 copy of a (possibly quantized) matmul weight.
+pub(crate) fn dense_weight(w: &QMatMul) -> Result<Tensor> {
+    Ok(match w {
+        QMatMul::QTensor(q) => q.dequantize(&Device::Cpu)?,
+        QMatMul::Tensor(t) => t.clone(),
+        QMatMul::TensorF16(t) => t.to_dtype(DType::F32)?,
+    })
+}
+
+fn hash_tensor(t: &Tensor, h: &mut impl Hasher) -> Result<()> {
+    t.dims().hash(h);
+    for v in t.flatten_all()?.to_vec1::<f32>()? {
+        v.to_bits().hash(h);
+    }
+    Ok(())
 }
 
 /// A loaded Llama-family model (immutable; share it behind an `Arc` across sessions).
@@ -104,17 +162,17 @@ impl LlamaModel {
         let mut blocks = Vec::with_capacity(cfg.num_layers);
         for i in 0..cfg.num_layers {
             let p = |s: &str| format!("blk.{i}.{s}.weight");
-            blocks.push(Block {
-                attn_norm: dense(g, &p("attn_norm"), &[d])?,
-                wq: qmm(g, &p("attn_q"), &[nh * hd, d])?,
-                wk: qmm(g, &p("attn_k"), &[nkv * hd, d])?,
-                wv: qmm(g, &p("attn_v"), &[nkv * hd, d])?,
-                wo: qmm(g, &p("attn_output"), &[d, nh * hd])?,
-                ffn_norm: dense(g, &p("ffn_norm"), &[d])?,
-                gate: qmm(g, &p("ffn_gate"), &[ff, d])?,
-                up: qmm(g, &p("ffn_up"), &[ff, d])?,
-                down: qmm(g, &p("ffn_down"), &[d, ff])?,
-            });
+            blocks.push(Block::plain(
+                dense(g, &p("attn_norm"), &[d])?,
+                qmm(g, &p("attn_q"), &[nh * hd, d])?,
+                qmm(g, &p("attn_k"), &[nkv * hd, d])?,
+                qmm(g, &p("attn_v"), &[nkv * hd, d])?,
+                qmm(g, &p("attn_output"), &[d, nh * hd])?,
+                dense(g, &p("ffn_norm"), &[d])?,
+                qmm(g, &p("ffn_gate"), &[ff, d])?,
+                qmm(g, &p("ffn_up"), &[ff, d])?,
+                qmm(g, &p("ffn_down"), &[d, ff])?,
+            ));
         }
         let norm = dense(g, "output_norm.weight", &[d])?;
         let output = if cfg.tie_embeddings {
@@ -190,21 +248,138 @@ impl LlamaModel {
         let ones = || Tensor::ones(d, DType::F32, &dev);
         let mut blocks = Vec::new();
         for _ in 0..cfg.num_layers {
-            blocks.push(Block {
-                attn_norm: ones()?,
-                wq: QMatMul::Tensor(r((nh * hd, d))?),
-                wk: QMatMul::Tensor(r((nkv * hd, d))?),
-                wv: QMatMul::Tensor(r((nkv * hd, d))?),
-                wo: QMatMul::Tensor(r((d, nh * hd))?),
-                ffn_norm: ones()?,
-                gate: QMatMul::Tensor(r((ff, d))?),
-                up: QMatMul::Tensor(r((ff, d))?),
-                down: QMatMul::Tensor(r((d, ff))?),
-            });
+            blocks.push(Block::plain(
+                ones()?,
+                QMatMul::Tensor(r((nh * hd, d))?),
+                QMatMul::Tensor(r((nkv * hd, d))?),
+                QMatMul::Tensor(r((nkv * hd, d))?),
+                QMatMul::Tensor(r((d, nh * hd))?),
+                ones()?,
+                QMatMul::Tensor(r((ff, d))?),
+                QMatMul::Tensor(r((ff, d))?),
+                QMatMul::Tensor(r((d, ff))?),
+            ));
         }
         let embed = SplitMix(seed ^ 0xe).normal_tensor((cfg.vocab_size, d), 1.0)?;
         let norm = ones()?;
         Self::from_parts(cfg, embed, blocks, norm, None, seed ^ 0x5eed)
+    }
+
+    /// A copy with every weight dequantized to dense f32 (`QMatMul` over f32 tensors). Slower
+    /// and ~8x larger than a Q4 model, but free of activation quantization: the reference for
+    /// comparisons with f32 checkpoints. The fingerprint differs from the quantized model's.
+    pub fn dequantized(&self) -> Result<LlamaModel> {
+        let mut blocks = Vec::with_capacity(self.blocks.len());
+        for b in &self.blocks {
+            let mut nb = b.clone();
+            for w in [
+                &mut nb.wq,
+                &mut nb.wk,
+                &mut nb.wv,
+                &mut nb.wo,
+                &mut nb.gate,
+                &mut nb.up,
+                &mut nb.down,
+            ] {
+                *w = QMatMul::Tensor(dense_weight(w)?);
+            }
+            blocks.push(nb);
+        }
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.fingerprint.hash(&mut h);
+        "dequantized-f32".hash(&mut h);
+        Ok(Self {
+            cfg: self.cfg.clone(),
+            embed: Embedding::Dense(self.embed_dense()?),
+            blocks,
+            norm: self.norm.clone(),
+            output: QMatMul::Tensor(self.output_dense()?),
+            cos: self.cos.clone(),
+            sin: self.sin.clone(),
+            fingerprint: h.finish(),
+            device: self.device.clone(),
+        })
+    }
+
+    /// A new model with a LoRA adapter merged in: each targeted projection becomes the dense
+    /// f32 base weight + `(alpha / r) * B @ A`; untouched weights are shared with `self`
+    /// (quantized ones stay quantized). The fingerprint depends on the adapter's values, so
+    /// prefix caches never mix merged and base models.
+    ///
+    /// Errors: a layer index outside the model, or an A / B whose shape does not fit the
+    /// projection (`TensorShape`, naming the PEFT tensor).
+    pub fn with_adapter(&self, adapter: &crate::lora::PeftAdapter) -> Result<LlamaModel> {
+        use crate::lora::LoraTarget;
+        let cfg = &self.cfg;
+        let r = adapter.config.r;
+        if r == 0 {
+            return Err(LlamaError::State("LoRA adapter has r = 0".into()));
+        }
+        let scale = adapter.config.alpha / r as f64;
+        let mut blocks = self.blocks.clone();
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.fingerprint.hash(&mut h);
+        "lora-merge".hash(&mut h);
+        scale.to_bits().hash(&mut h);
+        for ((li, t), (a, b)) in &adapter.weights {
+            let name = |m: &str| {
+                format!(
+                    "base_model.model.model.layers.{li}.self_attn.{}.{m}.weight",
+                    t.peft_name()
+                )
+            };
+            let shape_err =
+                |m: &str, found: &Tensor, expected: Vec<usize>| LlamaError::TensorShape {
+                    path: adapter.path.clone(),
+                    tensor: name(m),
+                    found: found.dims().to_vec(),
+                    expected,
+                };
+            let Some(block) = blocks.get_mut(*li) else {
+                return Err(LlamaError::TensorShape {
+                    path: adapter.path.clone(),
+                    tensor: name("lora_A"),
+                    found: vec![*li],
+                    expected: vec![cfg.num_layers],
+                });
+            };
+            let (out, inp) = match t {
+                LoraTarget::Q => (cfg.num_heads * cfg.head_dim, cfg.hidden_size),
+                LoraTarget::K | LoraTarget::V => (cfg.num_kv_heads * cfg.head_dim, cfg.hidden_size),
+                LoraTarget::O => (cfg.hidden_size, cfg.num_heads * cfg.head_dim),
+            };
+            if a.dims() != [r, inp] {
+                return Err(shape_err("lora_A", a, vec![r, inp]));
+            }
+            if b.dims() != [out, r] {
+                return Err(shape_err("lora_B", b, vec![out, r]));
+            }
+            let w = match t {
+                LoraTarget::Q => &mut block.wq,
+                LoraTarget::K => &mut block.wk,
+                LoraTarget::V => &mut block.wv,
+                LoraTarget::O => &mut block.wo,
+            };
+            let a = a.to_dtype(DType::F32)?;
+            let b = b.to_dtype(DType::F32)?;
+            let delta = (b.matmul(&a)? * scale)?;
+            let merged = (dense_weight(w)? + delta)?;
+            (*li, *t).hash(&mut h);
+            hash_tensor(&a, &mut h)?;
+            hash_tensor(&b, &mut h)?;
+            *w = QMatMul::Tensor(merged);
+        }
+        Ok(Self {
+            cfg: self.cfg.clone(),
+            embed: self.embed.clone(),
+            blocks,
+            norm: self.norm.clone(),
+            output: self.output.clone(),
+            cos: self.cos.clone(),
+            sin: self.sin.clone(),
+            fingerprint: h.finish(),
+            device: self.device.clone(),
+        })
     }
 
     /// Model configuration.
@@ -234,11 +409,7 @@ impl LlamaModel {
     }
 
     pub(crate) fn output_dense(&self) -> Result<Tensor> {
-        Ok(match &self.output {
-            QMatMul::QTensor(q) => q.dequantize(&self.device)?,
-            QMatMul::Tensor(t) => t.clone(),
-            QMatMul::TensorF16(t) => t.to_dtype(DType::F32)?,
-        })
+        dense_weight(&self.output)
     }
 
     /// Start a decoding session with an empty KV cache.
@@ -293,12 +464,26 @@ impl LlamaModel {
         let scale = 1.0 / (hd as f64).sqrt();
         for (li, b) in self.blocks.iter().enumerate() {
             let h = candle_nn::ops::rms_norm(&x, &b.attn_norm, eps)?;
-            let q = b.wq.forward(&h)?;
-            let k = b.wk.forward(&h)?;
-            let v = b.wv.forward(&h)?;
+            let add_bias = |y: Tensor, bias: &Option<Tensor>| -> Result<Tensor> {
+                Ok(match bias {
+                    Some(bias) => y.broadcast_add(bias)?,
+                    None => y,
+                })
+            };
+            let q = add_bias(b.wq.forward(&h)?, &b.bq)?;
+            let k = add_bias(b.wk.forward(&h)?, &b.bk)?;
+            let v = add_bias(b.wv.forward(&h)?, &b.bv)?;
             // [l, heads*hd] -> [1, heads, l, hd]
             let q = q.reshape((1, l, nh, hd))?.transpose(1, 2)?.contiguous()?;
             let k = k.reshape((1, l, nkv, hd))?.transpose(1, 2)?.contiguous()?;
+            let q = match &b.q_norm {
+                Some(w) => candle_nn::ops::rms_norm(&q, w, eps)?,
+                None => q,
+            };
+            let k = match &b.k_norm {
+                Some(w) => candle_nn::ops::rms_norm(&k, w, eps)?,
+                None => k,
+            };
             let v = v.reshape((l, nkv, hd))?.transpose(0, 1)?.contiguous()?;
             let q = candle_nn::rotary_emb::rope_i(&q, &cos, &sin)?;
             let k = candle_nn::rotary_emb::rope_i(&k, &cos, &sin)?;

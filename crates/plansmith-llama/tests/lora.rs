@@ -91,3 +91,105 @@ fn lora_every_param_gets_gradient_loss_falls_and_peft_save_round_trips() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0f32, f32::max)
+}
+
+#[test]
+fn merged_adapter_matches_trainer_forward_and_fresh_adapter_is_the_base() {
+    let cfg = LlamaConfig::tiny(60);
+    let model = Arc::new(LlamaModel::random(cfg.clone(), 11).unwrap());
+    let tokens: Vec<u32> = vec![5, 17, 42, 3, 9, 33, 8, 21, 59, 1, 12, 7, 30, 2];
+    let lora = LoraConfig {
+        r: 4,
+        alpha: 12.0,
+        ..Default::default()
+    };
+    let dir = std::env::temp_dir().join(format!("plansmith-llama-merge-{}", std::process::id()));
+
+    // Fresh adapter (B = 0): merging changes nothing but the fingerprint.
+    let tr = LoraTrainer::new(&model, lora.clone(), 2e-2, 3).unwrap();
+    tr.save_peft(&dir, "tiny-random").unwrap();
+    let fresh = PeftAdapter::load(&dir, &cfg).unwrap();
+    let merged0 = Arc::new(model.with_adapter(&fresh).unwrap());
+    assert_ne!(merged0.fingerprint(), model.fingerprint());
+    let base_logits = model.session().prefill_all_logits(&tokens).unwrap();
+    let m0_logits = merged0.session().prefill_all_logits(&tokens).unwrap();
+    for (a, b) in base_logits.iter().zip(&m0_logits) {
+        let d = max_abs_diff(a, b);
+        assert!(d <= 1e-5, "fresh adapter changed logits by {d}");
+    }
+
+    // Trained adapter: the merged model reproduces the trainer's forward at every position.
+    let mut tr = LoraTrainer::new(&model, lora, 2e-2, 3).unwrap();
+    for _ in 0..12 {
+        tr.train_step(&tokens, 5).unwrap();
+    }
+    tr.save_peft(&dir, "tiny-random").unwrap();
+    let trained = PeftAdapter::load(&dir, &cfg).unwrap();
+    let merged = Arc::new(model.with_adapter(&trained).unwrap());
+    assert_ne!(merged.fingerprint(), merged0.fingerprint());
+    let want = tr.forward(&tokens).unwrap().to_vec2::<f32>().unwrap();
+    let got = merged.session().prefill_all_logits(&tokens).unwrap();
+    let mut worst = 0f32;
+    let mut moved = 0f32;
+    for ((w, g), b) in want.iter().zip(&got).zip(&base_logits) {
+        worst = worst.max(max_abs_diff(w, g));
+        moved = moved.max(max_abs_diff(g, b));
+    }
+    assert!(worst <= 1e-3, "merged vs trainer forward differ by {worst}");
+    assert!(moved > 1e-2, "training did not move the logits ({moved})");
+    // Cached decode on the merged model equals the full recompute.
+    let mut s = merged.session();
+    s.prefill(&tokens[..6]).unwrap();
+    let mut last = Vec::new();
+    for &t in &tokens[6..] {
+        last = s.step(t).unwrap();
+    }
+    let d = max_abs_diff(&last, got.last().unwrap());
+    assert!(d <= 1e-4, "cached decode differs by {d}");
+
+    // A / B that do not fit the model: typed error naming the PEFT tensor.
+    let mut bad = PeftAdapter::load(&dir, &cfg).unwrap();
+    let entry = bad
+        .weights
+        .get_mut(&(1, plansmith_llama::LoraTarget::V))
+        .unwrap();
+    entry.0 =
+        candle_core::Tensor::zeros((4, 7), candle_core::DType::F32, &candle_core::Device::Cpu)
+            .unwrap();
+    let err = model.with_adapter(&bad).unwrap_err();
+    assert!(
+        matches!(err, plansmith_llama::LlamaError::TensorShape { .. }),
+        "{err}"
+    );
+    let msg = err.to_string();
+    assert!(
+        msg.contains("layers.1.self_attn.v_proj.lora_A.weight"),
+        "{msg}"
+    );
+    // An adapter saved for a different model shape is refused at load time.
+    let mut other = cfg.clone();
+    other.num_heads = 2;
+    other.num_kv_heads = 1;
+    let err = PeftAdapter::load(&dir, &other).unwrap_err();
+    assert!(err.to_string().contains("q_proj.lora_B.weight"), "{err}");
+    // An unknown target module is refused, not silently dropped.
+    let cp = dir.join("adapter_config.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&cp).unwrap()).unwrap();
+    v["target_modules"] = serde_json::json!(["q_proj", "gate_proj"]);
+    std::fs::write(&cp, v.to_string()).unwrap();
+    let err = PeftAdapter::load(&dir, &cfg).unwrap_err();
+    assert!(
+        matches!(err, plansmith_llama::LlamaError::Unsupported(_))
+            && err.to_string().contains("gate_proj"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
