@@ -139,6 +139,16 @@ impl ChatTemplate {
         }
     }
 
+    /// BOS token text passed to the template.
+    pub fn bos_token(&self) -> &str {
+        &self.bos_token
+    }
+
+    /// EOS token text passed to the template.
+    pub fn eos_token(&self) -> &str {
+        &self.eos_token
+    }
+
     /// Jinja source.
     pub fn source(&self) -> &str {
         &self.source

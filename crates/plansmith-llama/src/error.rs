@@ -32,6 +32,18 @@ pub enum LlamaError {
         reason: String,
     },
 
+    /// A safetensors file whose header cannot be read.
+    #[error("invalid safetensors file {path}: {reason}")]
+    Safetensors { path: PathBuf, reason: String },
+
+    /// A tensor in a safetensors file whose data cannot be read (truncated file).
+    #[error("safetensors file {path}: tensor `{tensor}`: {reason}")]
+    SafetensorsTensor {
+        path: PathBuf,
+        tensor: String,
+        reason: String,
+    },
+
     /// A tensor the architecture needs is absent.
     #[error("{path}: missing tensor `{tensor}`")]
     MissingTensor { path: PathBuf, tensor: String },

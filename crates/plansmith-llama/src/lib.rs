@@ -4,6 +4,8 @@
 //! - [`Tokenizer`]: GPT-2 byte-level BPE from GGUF metadata, llama.cpp-compatible splitting.
 //! - [`LlamaModel`] + [`Session`]: forward with KV cache, `prefill` / `step` -> logits,
 //!   `snapshot` / `restore`; [`PrefixCache`]: LRU of prefix snapshots bounded by memory.
+//! - [`ModelBundle`]: one entry point for a `.gguf` file or a Hugging Face directory
+//!   (`config.json` + safetensors + `tokenizer.json`), see [`hf`].
 //! - [`ChatTemplate`]: the GGUF's Jinja chat template via minijinja, tools in the system prompt.
 
 pub mod config;
@@ -24,7 +26,10 @@ pub use chat::{ChatMessage, ChatTemplate, ToolsPrompt, ToolsPromptTokens};
 pub use prefix::{PrefixCache, PrefixKey, PrefixOutcome};
 pub mod bundle;
 
-pub use bundle::{greedy_generate, GgufBundle};
+pub use bundle::{greedy_generate, GgufBundle, ModelBundle};
+pub mod hf;
+
+pub use hf::{HfArch, HfConfig};
 pub mod bench;
 
 pub use bench::{bench_lm, BenchOptions, BenchReport, BenchRow};

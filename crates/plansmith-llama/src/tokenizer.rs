@@ -45,7 +45,21 @@ pub enum PreTokenizer {
     /// Every digit isolated, then the GPT-2 regex (`smollm`, `starcoder`, `refact`, `codeshell`,
     /// `command-r`).
     DigitsThenGpt2,
+    /// The Llama-3 split regex (`llama-bpe`): case-insensitive contractions, one optional
+    /// non-letter before a letter run, numbers in groups of up to three digits, newlines kept
+    /// with the whitespace before them.
+    Llama3,
+    /// The Qwen2 split regex (`qwen2`): as [`PreTokenizer::Llama3`] but every digit isolated.
+    Qwen2,
 }
+
+/// The GPT-2 split regex as written in `tokenizer.json` files.
+pub const GPT2_PATTERN: &str =
+    r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
+/// The Llama-3 split regex as written in `tokenizer.json` files.
+pub const LLAMA3_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+/// The Qwen2 split regex as written in `tokenizer.json` files.
+pub const QWEN2_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
 impl PreTokenizer {
     /// The pre-tokenizer llama.cpp uses for a `tokenizer.ggml.pre` value.
@@ -53,8 +67,10 @@ impl PreTokenizer {
         match name {
             "gpt2" | "default" | "mpt" | "olmo" | "jais" => Ok(Self::Gpt2),
             "smollm" | "starcoder" | "refact" | "codeshell" | "command-r" => Ok(Self::DigitsThenGpt2),
+            "llama-bpe" | "llama3" => Ok(Self::Llama3),
+            "qwen2" => Ok(Self::Qwen2),
             other => Err(LlamaError::Unsupported(format!(
-                "pre-tokenizer `{other}` (supported: gpt2, smollm, starcoder, refact, codeshell, command-r)"
+                "pre-tokenizer `{other}` (supported: gpt2, smollm, starcoder, refact, codeshell, command-r, llama-bpe, qwen2)"
             ))),
         }
     }
@@ -163,12 +179,98 @@ fn split_gpt2(chars: &[(usize, char)], text_end: usize, out: &mut Vec<(usize, us
     }
 }
 
+/// Split one fragment with the Llama-3 / Qwen2 regex
+/// `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,D}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+/// (`D` = `max_digits`: 3 for Llama-3, 1 for Qwen2), written out by hand because the `regex`
+/// crate has no look-ahead. Alternatives are tried in order at each position, as a
+/// backtracking regex engine does.
+fn split_llama3(
+    chars: &[(usize, char)],
+    text_end: usize,
+    max_digits: usize,
+    out: &mut Vec<(usize, usize)>,
+) {
+    let n = chars.len();
+    let at = |i: usize| -> Option<char> { chars.get(i).map(|&(_, c)| c) };
+    let byte_at = |i: usize| -> usize { chars.get(i).map_or(text_end, |&(b, _)| b) };
+    let letter = |i: usize| at(i).is_some_and(is_letter);
+    let number = |i: usize| at(i).is_some_and(is_number);
+    let space = |i: usize| at(i).is_some_and(char::is_whitespace);
+    let crlf = |i: usize| matches!(at(i), Some('\r' | '\n'));
+    let other =
+        |i: usize| at(i).is_some_and(|c| !(c.is_whitespace() || is_letter(c) || is_number(c)));
+    let mut pos = 0usize;
+    while pos < n {
+        let start = pos;
+        let c = chars[pos].1;
+        // (?i:'s|'t|'re|'ve|'m|'ll|'d)
+        if c == '\'' && pos + 1 < n {
+            let c1 = chars[pos + 1].1.to_ascii_lowercase();
+            let c2 = at(pos + 2).map(|c| c.to_ascii_lowercase());
+            let len = if matches!(c1, 's' | 't' | 'm' | 'd') {
+                2
+            } else if matches!(
+                (c1, c2),
+                ('r', Some('e')) | ('v', Some('e')) | ('l', Some('l'))
+            ) {
+                3
+            } else {
+                0
+            };
+            if len > 0 {
+                pos += len;
+                out.push((byte_at(start), byte_at(pos)));
+                continue;
+            }
+        }
+        if letter(pos) || (!crlf(pos) && !number(pos) && letter(pos + 1)) {
+            // [^\r\n\p{L}\p{N}]?\p{L}+
+            pos += 1;
+            while letter(pos) {
+                pos += 1;
+            }
+        } else if number(pos) {
+            // \p{N}{1,D}
+            let mut k = 0;
+            while k < max_digits && number(pos) {
+                pos += 1;
+                k += 1;
+            }
+        } else if other(pos) || (c == ' ' && other(pos + 1)) {
+            // ' '?[^\s\p{L}\p{N}]+[\r\n]*
+            pos += 1;
+            while other(pos) {
+                pos += 1;
+            }
+            while crlf(pos) {
+                pos += 1;
+            }
+        } else {
+            // c is whitespace: \s*[\r\n]+ | \s+(?!\S) | \s+
+            let mut end = pos;
+            while space(end) {
+                end += 1;
+            }
+            if let Some(i) = (pos..end).rev().find(|&i| crlf(i)) {
+                pos = i + 1;
+            } else if end == n || end - pos == 1 {
+                pos = end;
+            } else {
+                pos = end - 1;
+            }
+        }
+        out.push((byte_at(start), byte_at(pos)));
+    }
+}
+
 /// Pre-tokenize `text` into words (byte ranges), llama.cpp-style: each regex stage splits the
 /// fragments of the previous stage independently.
 pub fn pre_tokenize(pre: PreTokenizer, text: &str) -> Vec<&str> {
     let mut fragments: Vec<(usize, usize)> = Vec::new();
     match pre {
-        PreTokenizer::Gpt2 => fragments.push((0, text.len())),
+        PreTokenizer::Gpt2 | PreTokenizer::Llama3 | PreTokenizer::Qwen2 => {
+            fragments.push((0, text.len()))
+        }
         PreTokenizer::DigitsThenGpt2 => {
             let mut start = 0;
             for (b, c) in text.char_indices() {
@@ -191,7 +293,13 @@ pub fn pre_tokenize(pre: PreTokenizer, text: &str) -> Vec<&str> {
         let frag = &text[s..e];
         let chars: Vec<(usize, char)> = frag.char_indices().collect();
         ranges.clear();
-        split_gpt2(&chars, frag.len(), &mut ranges);
+        match pre {
+            PreTokenizer::Gpt2 | PreTokenizer::DigitsThenGpt2 => {
+                split_gpt2(&chars, frag.len(), &mut ranges)
+            }
+            PreTokenizer::Llama3 => split_llama3(&chars, frag.len(), 3, &mut ranges),
+            PreTokenizer::Qwen2 => split_llama3(&chars, frag.len(), 1, &mut ranges),
+        }
         for &(a, b) in &ranges {
             if b > a {
                 words.push(&frag[a..b]);
@@ -223,6 +331,9 @@ pub struct Tokenizer {
     pub eos: Option<u32>,
     pub eot: Option<u32>,
     pub add_bos: bool,
+    /// A whole pre-tokenized word that is itself a vocabulary entry is emitted as is, without
+    /// running merges (`ignore_merges` in `tokenizer.json`; llama.cpp does this for Llama-3).
+    pub ignore_merges: bool,
 }
 
 impl Tokenizer {
@@ -261,6 +372,7 @@ impl Tokenizer {
         t.eos = id("tokenizer.ggml.eos_token_id")?;
         t.eot = id("tokenizer.ggml.eot_token_id")?;
         t.add_bos = g.opt_bool("tokenizer.ggml.add_bos_token")?.unwrap_or(false);
+        t.ignore_merges = pre == PreTokenizer::Llama3;
         for (name, v) in [("bos", t.bos), ("eos", t.eos), ("eot", t.eot)] {
             if let Some(v) = v {
                 if v as usize >= t.tokens.len() {
@@ -281,6 +393,37 @@ impl Tokenizer {
         merges: &[String],
         pre: PreTokenizer,
     ) -> Result<Self> {
+        let mut pairs = Vec::with_capacity(merges.len());
+        for (rank, m) in merges.iter().enumerate() {
+            let split = m
+                .char_indices()
+                .skip(1)
+                .find(|&(_, c)| c == ' ')
+                .map(|(i, _)| i);
+            let Some(sp) = split else {
+                return Err(LlamaError::Tokenizer(format!(
+                    "merge {rank} `{m}` has no separating space"
+                )));
+            };
+            pairs.push((m[..sp].to_string(), m[sp + 1..].to_string()));
+        }
+        Self::from_pairs(tokens, kinds, &pairs, pre)
+    }
+
+    /// Build from a vocabulary, token kinds and merges as `(left, right)` pairs in rank order.
+    pub fn from_pairs(
+        tokens: Vec<String>,
+        kinds: Vec<TokenKind>,
+        merges: &[(String, String)],
+        pre: PreTokenizer,
+    ) -> Result<Self> {
+        if kinds.len() != tokens.len() {
+            return Err(LlamaError::Tokenizer(format!(
+                "{} token kinds for {} tokens",
+                kinds.len(),
+                tokens.len()
+            )));
+        }
         let byte_char = bytes_to_unicode();
         let mut char_byte: HashMap<char, u8> = HashMap::new();
         for (b, &c) in byte_char.iter().enumerate() {
@@ -301,18 +444,7 @@ impl Tokenizer {
             id
         };
         let mut merge_map = HashMap::with_capacity(merges.len());
-        for (rank, m) in merges.iter().enumerate() {
-            let split = m
-                .char_indices()
-                .skip(1)
-                .find(|&(_, c)| c == ' ')
-                .map(|(i, _)| i);
-            let Some(sp) = split else {
-                return Err(LlamaError::Tokenizer(format!(
-                    "merge {rank} `{m}` has no separating space"
-                )));
-            };
-            let (l, r) = (&m[..sp], &m[sp + 1..]);
+        for (rank, (l, r)) in merges.iter().enumerate() {
             let li = intern(l, &mut sym_to_id);
             let ri = intern(r, &mut sym_to_id);
             let joined = format!("{l}{r}");
@@ -362,6 +494,7 @@ impl Tokenizer {
             eos: None,
             eot: None,
             add_bos: false,
+            ignore_merges: false,
         })
     }
 
@@ -472,6 +605,14 @@ impl Tokenizer {
     /// BPE one byte-level-encoded word: repeatedly merge the lowest-rank adjacent pair
     /// (leftmost first on ties).
     fn bpe_word(&self, word: &str, out: &mut Vec<u32>) {
+        if self.ignore_merges {
+            if let Some(&id) = self.sym_to_id.get(word) {
+                if (id as usize) < self.tokens.len() && !self.kinds[id as usize].is_special() {
+                    out.push(id);
+                    return;
+                }
+            }
+        }
         let mut syms: Vec<u32> = Vec::with_capacity(word.len());
         let mut buf = [0u8; 4];
         for c in word.chars() {
@@ -544,6 +685,351 @@ impl Tokenizer {
     }
 }
 
+/// What a `tokenizer.json` `pre_tokenizer` section means, or why it is not supported.
+fn pre_from_hf(v: &serde_json::Value) -> std::result::Result<PreTokenizer, String> {
+    use serde_json::Value;
+    let ty = |v: &Value| {
+        v.get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let flag =
+        |v: &Value, k: &str, default: bool| v.get(k).and_then(Value::as_bool).unwrap_or(default);
+    // ByteLevel with or without its built-in GPT-2 regex; a prefix space is not supported.
+    let byte_level = |v: &Value| -> std::result::Result<bool, String> {
+        if ty(v) != "ByteLevel" {
+            return Err(format!("`{}` pre-tokenizer", ty(v)));
+        }
+        if flag(v, "add_prefix_space", false) {
+            return Err("ByteLevel with add_prefix_space = true".into());
+        }
+        Ok(flag(v, "use_regex", true))
+    };
+    let split = |v: &Value| -> std::result::Result<PreTokenizer, String> {
+        let pat = v
+            .get("pattern")
+            .and_then(|p| p.get("Regex"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| "Split without a `Regex` pattern".to_string())?;
+        let behavior = v.get("behavior").and_then(Value::as_str).unwrap_or("");
+        if behavior != "Isolated" || flag(v, "invert", false) {
+            return Err(format!("Split with behavior `{behavior}` / invert"));
+        }
+        match pat {
+            GPT2_PATTERN => Ok(PreTokenizer::Gpt2),
+            LLAMA3_PATTERN => Ok(PreTokenizer::Llama3),
+            QWEN2_PATTERN => Ok(PreTokenizer::Qwen2),
+            other => Err(format!("Split regex {other:?}")),
+        }
+    };
+    match ty(v).as_str() {
+        "ByteLevel" => {
+            if byte_level(v)? {
+                Ok(PreTokenizer::Gpt2)
+            } else {
+                Err("ByteLevel without a split regex".into())
+            }
+        }
+        "Sequence" => {
+            let items: Vec<&Value> = v
+                .get("pretokenizers")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().collect())
+                .unwrap_or_default();
+            match items.as_slice() {
+                [d, b] if ty(d) == "Digits" => {
+                    if !flag(d, "individual_digits", false) {
+                        return Err("Digits with individual_digits = false".into());
+                    }
+                    if byte_level(b)? {
+                        Ok(PreTokenizer::DigitsThenGpt2)
+                    } else {
+                        Err("Digits then ByteLevel without a split regex".into())
+                    }
+                }
+                [sp, b] if ty(sp) == "Split" => {
+                    let pre = split(sp)?;
+                    if byte_level(b)? {
+                        return Err("Split then ByteLevel with its own regex".into());
+                    }
+                    Ok(pre)
+                }
+                [b] => pre_from_hf(b),
+                _ => Err(format!("Sequence of {} pre-tokenizers", items.len())),
+            }
+        }
+        "Split" => Err("Split without a ByteLevel step".into()),
+        "" => Err("missing pre_tokenizer".into()),
+        other => Err(format!("`{other}` pre-tokenizer")),
+    }
+}
+
+fn pre_to_hf(pre: PreTokenizer) -> serde_json::Value {
+    use serde_json::json;
+    let bl = |use_regex: bool| json!({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": use_regex});
+    match pre {
+        PreTokenizer::Gpt2 => bl(true),
+        PreTokenizer::DigitsThenGpt2 => json!({"type": "Sequence", "pretokenizers": [
+            {"type": "Digits", "individual_digits": true}, bl(true)]}),
+        PreTokenizer::Llama3 | PreTokenizer::Qwen2 => {
+            let pat = if pre == PreTokenizer::Llama3 {
+                LLAMA3_PATTERN
+            } else {
+                QWEN2_PATTERN
+            };
+            json!({"type": "Sequence", "pretokenizers": [
+                {"type": "Split", "pattern": {"Regex": pat}, "behavior": "Isolated", "invert": false},
+                bl(false)]})
+        }
+    }
+}
+
+impl Tokenizer {
+    /// Read a Hugging Face `tokenizer.json` (byte-level BPE only).
+    pub fn from_hf_file(path: &std::path::Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|source| LlamaError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).map_err(|source| LlamaError::Json {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        Self::from_hf_json(&v).map_err(|e| match e {
+            LlamaError::Tokenizer(m) => LlamaError::Tokenizer(format!("{}: {m}", path.display())),
+            LlamaError::Unsupported(m) => {
+                LlamaError::Unsupported(format!("{}: {m}", path.display()))
+            }
+            e => e,
+        })
+    }
+
+    /// Build from a parsed `tokenizer.json`: `model.type == "BPE"` with byte-level pre-tokenizer
+    /// (GPT-2, digits + GPT-2, Llama-3 or Qwen2 split regex), `vocab`, `merges` as `"a b"`
+    /// strings or `["a", "b"]` pairs, `added_tokens` matched verbatim before BPE
+    /// (`special: true` -> [`TokenKind::Control`], else [`TokenKind::UserDefined`]).
+    /// `bos` / `eos` / `add_bos` come from the `post_processor` when it adds a leading special
+    /// token; set them from `tokenizer_config.json` afterwards if needed.
+    ///
+    /// The `NFC` normalizer is accepted and not applied (llama.cpp does the same); any other
+    /// normalizer, BPE option or pre-tokenizer is a typed `Unsupported` error.
+    pub fn from_hf_json(v: &serde_json::Value) -> Result<Self> {
+        use serde_json::Value;
+        let unsupported = |m: String| LlamaError::Unsupported(format!("tokenizer.json: {m}"));
+        let bad = |m: String| LlamaError::Tokenizer(format!("tokenizer.json: {m}"));
+        let model = v
+            .get("model")
+            .ok_or_else(|| bad("missing `model`".into()))?;
+        let mty = model.get("type").and_then(Value::as_str).unwrap_or("BPE");
+        if mty != "BPE" {
+            return Err(unsupported(format!(
+                "model type `{mty}` (only byte-level BPE is supported)"
+            )));
+        }
+        for key in ["continuing_subword_prefix", "end_of_word_suffix"] {
+            if let Some(s) = model.get(key).and_then(Value::as_str) {
+                if !s.is_empty() {
+                    return Err(unsupported(format!("model.{key} = {s:?}")));
+                }
+            }
+        }
+        if model.get("byte_fallback").and_then(Value::as_bool) == Some(true) {
+            return Err(unsupported("model.byte_fallback = true".into()));
+        }
+        if let Some(d) = model.get("dropout").and_then(Value::as_f64) {
+            if d != 0.0 {
+                return Err(unsupported(format!("model.dropout = {d}")));
+            }
+        }
+        match v.get("normalizer") {
+            None | Some(Value::Null) => {}
+            Some(n) if n.get("type").and_then(Value::as_str) == Some("NFC") => {}
+            Some(n) => {
+                return Err(unsupported(format!(
+                    "normalizer `{}`",
+                    n.get("type").and_then(Value::as_str).unwrap_or("?")
+                )))
+            }
+        }
+        let pre = pre_from_hf(v.get("pre_tokenizer").unwrap_or(&Value::Null))
+            .map_err(|m| unsupported(format!("pre_tokenizer: {m}")))?;
+        let vocab = model
+            .get("vocab")
+            .and_then(Value::as_object)
+            .ok_or_else(|| bad("model.vocab must be an object".into()))?;
+        let mut slots: Vec<Option<(String, TokenKind)>> = Vec::new();
+        let mut put = |id: u64, text: &str, kind: TokenKind, what: &str| -> Result<()> {
+            let id = usize::try_from(id)
+                .ok()
+                .filter(|&i| i < (1 << 24))
+                .ok_or_else(|| bad(format!("{what}: id {id} is too large")))?;
+            if slots.len() <= id {
+                slots.resize(id + 1, None);
+            }
+            match &mut slots[id] {
+                Some((t, k)) if t == text => *k = kind,
+                Some((t, _)) => {
+                    return Err(bad(format!("{what}: id {id} is both {t:?} and {text:?}")))
+                }
+                slot => *slot = Some((text.to_string(), kind)),
+            }
+            Ok(())
+        };
+        for (text, id) in vocab {
+            let id = id
+                .as_u64()
+                .ok_or_else(|| bad(format!("model.vocab[{text:?}] is not an id")))?;
+            put(id, text, TokenKind::Normal, "model.vocab")?;
+        }
+        if let Some(added) = v.get("added_tokens").and_then(Value::as_array) {
+            for (i, a) in added.iter().enumerate() {
+                let id = a.get("id").and_then(Value::as_u64);
+                let text = a.get("content").and_then(Value::as_str);
+                let (Some(id), Some(text)) = (id, text) else {
+                    return Err(bad(format!("added_tokens[{i}] needs `id` and `content`")));
+                };
+                let kind = if a.get("special").and_then(Value::as_bool).unwrap_or(false) {
+                    TokenKind::Control
+                } else {
+                    TokenKind::UserDefined
+                };
+                put(id, text, kind, &format!("added_tokens[{i}]"))?;
+            }
+        }
+        let (tokens, kinds): (Vec<String>, Vec<TokenKind>) = slots
+            .into_iter()
+            .map(|s| s.unwrap_or((String::new(), TokenKind::Unused)))
+            .unzip();
+        let merges_v = model
+            .get("merges")
+            .and_then(Value::as_array)
+            .ok_or_else(|| bad("model.merges must be an array".into()))?;
+        let mut merges = Vec::with_capacity(merges_v.len());
+        for (i, m) in merges_v.iter().enumerate() {
+            let pair = match m {
+                Value::String(s) => s
+                    .char_indices()
+                    .skip(1)
+                    .find(|&(_, c)| c == ' ')
+                    .map(|(sp, _)| (s[..sp].to_string(), s[sp + 1..].to_string())),
+                Value::Array(a) => match a.as_slice() {
+                    [Value::String(l), Value::String(r)] => Some((l.clone(), r.clone())),
+                    _ => None,
+                },
+                _ => None,
+            };
+            merges.push(pair.ok_or_else(|| {
+                bad(format!(
+                    "model.merges[{i}] is not \"a b\" or [\"a\", \"b\"]"
+                ))
+            })?);
+        }
+        let mut t = Self::from_pairs(tokens, kinds, &merges, pre)?;
+        t.ignore_merges = model
+            .get("ignore_merges")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        // A post-processor that puts a special token first means "add BOS".
+        if let Some(first) = v
+            .get("post_processor")
+            .filter(|p| p.get("type").and_then(Value::as_str) == Some("TemplateProcessing"))
+            .and_then(|p| p.get("single"))
+            .and_then(Value::as_array)
+            .and_then(|s| s.first())
+            .and_then(|f| f.get("SpecialToken"))
+            .and_then(|f| f.get("id"))
+            .and_then(Value::as_str)
+        {
+            let id = t
+                .lookup(first)
+                .ok_or_else(|| bad(format!("post_processor adds unknown token {first:?}")))?;
+            t.bos = Some(id);
+            t.add_bos = true;
+        }
+        Ok(t)
+    }
+
+    /// Id of a token by its vocabulary string (special or not).
+    pub fn lookup(&self, text: &str) -> Option<u32> {
+        self.special_id(text).or_else(|| {
+            self.sym_to_id
+                .get(text)
+                .copied()
+                .filter(|&id| (id as usize) < self.tokens.len())
+        })
+    }
+
+    /// The pre-tokenizer.
+    pub fn pre_tokenizer(&self) -> PreTokenizer {
+        self.pre
+    }
+
+    /// This tokenizer as a Hugging Face `tokenizer.json` document (byte-level BPE), which
+    /// [`Tokenizer::from_hf_json`] reads back to the same ids. Errors when two ids share a
+    /// vocabulary string (a JSON object cannot hold both).
+    pub fn to_hf_json(&self) -> Result<serde_json::Value> {
+        use serde_json::{json, Map, Value};
+        let mut vocab = Map::with_capacity(self.tokens.len());
+        let mut added = Vec::new();
+        for (i, (t, k)) in self.tokens.iter().zip(&self.kinds).enumerate() {
+            if *k == TokenKind::Unused && t.is_empty() {
+                continue;
+            }
+            if vocab.insert(t.clone(), json!(i)).is_some() {
+                return Err(LlamaError::Unsupported(format!(
+                    "token string {t:?} appears twice in the vocabulary; tokenizer.json cannot hold it"
+                )));
+            }
+            if k.is_special() {
+                added.push(
+                    json!({"id": i, "content": t, "single_word": false, "lstrip": false,
+                    "rstrip": false, "normalized": false,
+                    "special": *k != TokenKind::UserDefined}),
+                );
+            }
+        }
+        let mut ranked: Vec<(u32, u32, u32)> = self
+            .merges
+            .iter()
+            .map(|(&(l, r), &(rank, _))| (rank, l, r))
+            .collect();
+        ranked.sort_unstable();
+        let merges: Vec<Value> = ranked
+            .into_iter()
+            .map(|(_, l, r)| json!([self.sym_strings[l as usize], self.sym_strings[r as usize]]))
+            .collect();
+        let post = match (self.add_bos, self.bos) {
+            (true, Some(b)) => {
+                let bt = &self.tokens[b as usize];
+                json!({"type": "TemplateProcessing",
+                    "single": [{"SpecialToken": {"id": bt, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+                    "pair": [{"SpecialToken": {"id": bt, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                             {"SpecialToken": {"id": bt, "type_id": 1}}, {"Sequence": {"id": "B", "type_id": 1}}],
+                    "special_tokens": {bt.clone(): {"id": bt, "ids": [b], "tokens": [bt]}}})
+            }
+            _ => {
+                json!({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false})
+            }
+        };
+        Ok(json!({
+            "version": "1.0",
+            "truncation": null,
+            "padding": null,
+            "added_tokens": added,
+            "normalizer": null,
+            "pre_tokenizer": pre_to_hf(self.pre),
+            "post_processor": post,
+            "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
+            "model": {"type": "BPE", "dropout": null, "unk_token": null,
+                "continuing_subword_prefix": null, "end_of_word_suffix": null, "fuse_unk": false,
+                "byte_fallback": false, "ignore_merges": self.ignore_merges,
+                "vocab": vocab, "merges": merges}
+        }))
+    }
+}
+
 trait BestRank {
     fn is_none_or_greater(&self, rank: u32) -> bool;
 }
@@ -576,5 +1062,53 @@ mod tests {
         assert_eq!(w, vec!["a", "   "]);
         let w = pre_tokenize(PreTokenizer::Gpt2, "a ... !?");
         assert_eq!(w, vec!["a", " ...", " !?"]);
+    }
+}
+
+#[cfg(test)]
+mod split_tests {
+    use super::*;
+
+    #[test]
+    fn llama3_and_qwen2_split_like_their_regex() {
+        let text = "Hello world's 12345 foo\n\n  bar\tbaz!!\r\n  x";
+        let l3 = pre_tokenize(PreTokenizer::Llama3, text);
+        assert_eq!(
+            l3,
+            vec![
+                "Hello", " world", "'s", " ", "123", "45", " foo", "\n\n", " ", " bar", "\tbaz",
+                "!!\r\n", " ", " x"
+            ]
+        );
+        let q2 = pre_tokenize(PreTokenizer::Qwen2, text);
+        assert_eq!(
+            q2,
+            vec![
+                "Hello", " world", "'s", " ", "1", "2", "3", "4", "5", " foo", "\n\n", " ", " bar",
+                "\tbaz", "!!\r\n", " ", " x"
+            ]
+        );
+        // Case-insensitive contractions, a punctuation prefix glued to letters, trailing spaces.
+        assert_eq!(
+            pre_tokenize(PreTokenizer::Llama3, "IT'S a (x) 'hi  "),
+            vec!["IT", "'S", " a", " (", "x", ")", " '", "hi", "  "]
+        );
+        // GPT-2 keeps digit runs and does not glue punctuation to words.
+        assert_eq!(
+            pre_tokenize(PreTokenizer::Gpt2, "IT'S 12345"),
+            vec!["IT", "'", "S", " 12345"]
+        );
+        assert_eq!(
+            PreTokenizer::from_gguf_name("qwen2").unwrap(),
+            PreTokenizer::Qwen2
+        );
+        assert_eq!(
+            PreTokenizer::from_gguf_name("llama-bpe").unwrap(),
+            PreTokenizer::Llama3
+        );
+        assert!(matches!(
+            PreTokenizer::from_gguf_name("deepseek-llm"),
+            Err(LlamaError::Unsupported(_))
+        ));
     }
 }
