@@ -1,12 +1,21 @@
 //! Prints the training-throughput and decode-latency table of the default TinyGpt.
 //!
 //! `cargo run --release -p plansmith-lm --example bench_tiny [-- --batches 8,16,32,64 --json]`
+//! (`--reference` times the candle-autograd training step instead of the fast path,
+//! `--train-only` skips the decode benchmark)
 
 use plansmith_lm::bench::{bench_decode, bench_train, DecodeBenchConfig, TrainBenchConfig};
+use plansmith_lm::TrainEngine;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let json = args.iter().any(|a| a == "--json");
+    let engine = if args.iter().any(|a| a == "--reference") {
+        TrainEngine::Reference
+    } else {
+        TrainEngine::Auto
+    };
+    let train_only = args.iter().any(|a| a == "--train-only");
     let batches: Vec<usize> = args
         .iter()
         .position(|a| a == "--batches")
@@ -25,9 +34,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let r = bench_train(&TrainBenchConfig {
             batch_size: bs,
             steps,
+            engine,
             ..TrainBenchConfig::default()
         })?;
         train.push(r);
+    }
+    if train_only {
+        if json {
+            println!("{}", serde_json::json!({ "train": train }));
+        } else {
+            for r in &train {
+                println!(
+                    "| {} ({}, {} threads) | {} | {:.1} | {:.0} |",
+                    r.batch_size, r.engine, r.threads, r.seq_len, r.ms_per_step, r.chars_per_sec
+                );
+            }
+        }
+        return Ok(());
     }
     let dec = bench_decode(&DecodeBenchConfig::default())?;
     if json {

@@ -14,7 +14,8 @@ use crate::decode::Session;
 use crate::error::{LmError, Result};
 use crate::optim::{clip_grad_norm, AdamW, AdamWParams};
 use crate::tiny_gpt::{TinyGpt, TinyGptConfig};
-use crate::train::loss_and_grads;
+use crate::fast::FastTrainer;
+use crate::train::{fast_batch, loss_and_grads, TrainEngine};
 
 /// Training-throughput benchmark settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -30,6 +31,10 @@ pub struct TrainBenchConfig {
     /// Timed optimizer steps.
     pub steps: usize,
     pub seed: u64,
+    /// Which training step to time: the fast path (default, what `fit_pairs` uses) or the
+    /// candle-autograd reference.
+    #[serde(default)]
+    pub engine: TrainEngine,
 }
 
 impl Default for TrainBenchConfig {
@@ -42,6 +47,7 @@ impl Default for TrainBenchConfig {
             warmup_steps: 2,
             steps: 10,
             seed: 0,
+            engine: TrainEngine::Auto,
         }
     }
 }
@@ -58,6 +64,12 @@ pub struct TrainBenchResult {
     pub ms_per_step: f64,
     pub params: usize,
     pub final_loss: f32,
+    /// `"fast"` or `"reference"`.
+    #[serde(default)]
+    pub engine: String,
+    /// Rayon threads available to the step.
+    #[serde(default)]
+    pub threads: usize,
 }
 
 fn synthetic_pairs(
@@ -96,16 +108,13 @@ pub fn bench_train(cfg: &TrainBenchConfig) -> Result<TrainBenchResult> {
     }
     let model = TinyGpt::new(cfg.model.clone(), cfg.seed, &Device::Cpu)?;
     let mut rng = StdRng::seed_from_u64(cfg.seed);
-    let mut opt = AdamW::new(
-        model.vars(),
-        AdamWParams {
-            lr: 1e-3,
-            beta1: 0.9,
-            beta2: 0.99,
-            eps: 1e-8,
-            weight_decay: 0.01,
-        },
-    )?;
+    let adam = AdamWParams {
+        lr: 1e-3,
+        beta1: 0.9,
+        beta2: 0.99,
+        eps: 1e-8,
+        weight_decay: 0.01,
+    };
     let batches: Vec<_> = (0..cfg.warmup_steps + cfg.steps)
         .map(|_| {
             synthetic_pairs(
@@ -117,18 +126,38 @@ pub fn bench_train(cfg: &TrainBenchConfig) -> Result<TrainBenchResult> {
             )
         })
         .collect();
-    let mut t0 = Instant::now();
     let mut loss = 0f32;
-    for (i, b) in batches.iter().enumerate() {
-        if i == cfg.warmup_steps {
-            t0 = Instant::now();
+    let fast = cfg.engine == TrainEngine::Auto && FastTrainer::supports(&model);
+    let seconds = if fast {
+        // the optimizer loop of `fit_pairs`: batch assembly, forward/backward, clip, AdamW
+        let mut ft = FastTrainer::from_model(&model)?;
+        let mut t0 = Instant::now();
+        for (i, b) in batches.iter().enumerate() {
+            if i == cfg.warmup_steps {
+                t0 = Instant::now();
+            }
+            let batch = fast_batch(&cfg.model, b)?;
+            loss = ft.loss_and_grads(&batch)?;
+            ft.clip_grad_norm(1.0);
+            ft.adamw_step(&adam);
         }
-        let (l, mut grads) = loss_and_grads(&model, b)?;
-        clip_grad_norm(model.vars(), &mut grads, 1.0)?;
-        opt.step(&grads)?;
-        loss = l;
-    }
-    let seconds = t0.elapsed().as_secs_f64();
+        let s = t0.elapsed().as_secs_f64();
+        ft.write_to(&model)?;
+        s
+    } else {
+        let mut opt = AdamW::new(model.vars(), adam)?;
+        let mut t0 = Instant::now();
+        for (i, b) in batches.iter().enumerate() {
+            if i == cfg.warmup_steps {
+                t0 = Instant::now();
+            }
+            let (l, mut grads) = loss_and_grads(&model, b)?;
+            clip_grad_norm(model.vars(), &mut grads, 1.0)?;
+            opt.step(&grads)?;
+            loss = l;
+        }
+        t0.elapsed().as_secs_f64()
+    };
     let chars = cfg.steps * cfg.batch_size * seq_len;
     Ok(TrainBenchResult {
         batch_size: cfg.batch_size,
@@ -139,6 +168,8 @@ pub fn bench_train(cfg: &TrainBenchConfig) -> Result<TrainBenchResult> {
         ms_per_step: seconds * 1e3 / cfg.steps as f64,
         params: model.num_params(),
         final_loss: loss,
+        engine: if fast { "fast" } else { "reference" }.into(),
+        threads: rayon::current_num_threads(),
     })
 }
 

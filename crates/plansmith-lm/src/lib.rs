@@ -35,6 +35,7 @@ pub mod bench;
 pub mod codec;
 pub mod decode;
 pub mod error;
+pub mod fast;
 pub mod io;
 pub mod optim;
 pub mod tiny_gpt;
@@ -47,5 +48,8 @@ pub use decode::{
     FinishReason, GenerateConfig, Generation, Sampler, Session, Snapshot,
 };
 pub use error::{LmError, Result};
+pub use fast::{FastBatch, FastTrainer};
 pub use tiny_gpt::{KvCache, PosEncoding, TinyGpt, TinyGptConfig};
-pub use train::{fit_pairs, fit_token_pairs, CheckpointConfig, Progress, TrainConfig, TrainReport};
+pub use train::{
+    fit_pairs, fit_token_pairs, CheckpointConfig, Progress, TrainConfig, TrainEngine, TrainReport,
+};

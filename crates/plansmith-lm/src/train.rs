@@ -11,6 +11,7 @@
 //! `(seed, e)` only, so the same seed gives the same run and a resumed run is identical to an
 //! uninterrupted one.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -22,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::codec::Codec;
 use crate::error::{LmError, Result};
 use crate::io;
+use crate::fast::{FastBatch, FastTrainer};
 use crate::optim::{clip_grad_norm, AdamW, AdamWParams};
 use crate::tiny_gpt::{TinyGpt, TinyGptConfig};
 
@@ -63,6 +65,8 @@ pub struct TrainConfig {
     pub stop_after: Option<usize>,
     /// Optional checkpointing.
     pub checkpoint: Option<CheckpointConfig>,
+    /// Implementation of the training step (same objective and optimizer either way).
+    pub engine: TrainEngine,
 }
 
 impl Default for TrainConfig {
@@ -82,6 +86,7 @@ impl Default for TrainConfig {
             bucket_by_length: true,
             stop_after: None,
             checkpoint: None,
+            engine: TrainEngine::Auto,
         }
     }
 }
@@ -119,6 +124,18 @@ impl TrainConfig {
         let min = self.lr * self.min_lr_ratio;
         min + (self.lr - min) * 0.5 * (1.0 + (std::f64::consts::PI * t).cos())
     }
+}
+
+/// Which implementation computes the training step.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TrainEngine {
+    /// The hand-written flat-buffer forward/backward ([`FastTrainer`]) when it supports the
+    /// model (CPU), else the reference.
+    #[default]
+    Auto,
+    /// candle autograd: the reference implementation the fast path is tested against.
+    Reference,
 }
 
 /// Whether to draw a progress bar.
@@ -269,6 +286,36 @@ fn make_batch(model: &TinyGpt, examples: &[Example], idx: &[usize]) -> Result<Ba
     })
 }
 
+/// The same right-padded batch as [`make_batch`], for the fast path.
+fn make_fast_batch(examples: &[Example], idx: &[usize]) -> (FastBatch, usize) {
+    let t = idx
+        .iter()
+        .map(|&i| examples[i].inputs.len())
+        .max()
+        .unwrap_or(1);
+    let b = idx.len();
+    let mut ids = vec![0u32; b * t];
+    let mut targets = Vec::new();
+    let mut chars = 0;
+    for (r, &i) in idx.iter().enumerate() {
+        let e = &examples[i];
+        ids[r * t..r * t + e.inputs.len()].copy_from_slice(&e.inputs);
+        for p in e.loss_from..e.inputs.len() {
+            targets.push(((r * t + p) as u32, e.targets[p]));
+        }
+        chars += e.inputs.len() + 1;
+    }
+    (FastBatch { b, t, ids, targets }, chars)
+}
+
+/// One batch of (prompt, completion) token pairs as the fast path takes it (prompt-masked,
+/// right-padded, the same rows as [`loss_and_grads`] uses).
+pub fn fast_batch(model_cfg: &TinyGptConfig, pairs: &[(Vec<u32>, Vec<u32>)]) -> Result<FastBatch> {
+    let (examples, _) = build_examples(pairs, model_cfg.block, model_cfg.vocab)?;
+    let idx: Vec<usize> = (0..examples.len()).collect();
+    Ok(make_fast_batch(&examples, &idx).0)
+}
+
 /// Mean masked next-token loss of a batch, with the graph attached.
 fn batch_loss(model: &TinyGpt, batch: &Batch) -> Result<Tensor> {
     let hidden = model.forward_hidden_train(&batch.ids)?;
@@ -331,12 +378,12 @@ fn fnv1a(pairs: &[(Vec<u32>, Vec<u32>)]) -> String {
 fn write_checkpoint(
     dir: &Path,
     model: &TinyGpt,
-    opt: &AdamW,
+    opt_state: HashMap<String, Tensor>,
     state: &CheckpointState,
 ) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| LmError::io(dir, e))?;
     let mut tensors = model.named_tensors();
-    for (k, v) in opt.state_tensors() {
+    for (k, v) in opt_state {
         tensors.insert(format!("opt.{k}"), v);
     }
     let wpath = dir.join(&state.weights_file);
@@ -412,16 +459,14 @@ pub fn fit_token_pairs(
     let total = spe * cfg.epochs;
     let end = cfg.stop_after.map_or(total, |s| s.min(total));
     let fingerprint = fnv1a(pairs);
-    let mut opt = AdamW::new(
-        model.vars(),
-        AdamWParams {
-            lr: cfg.lr,
-            beta1: cfg.beta1,
-            beta2: cfg.beta2,
-            eps: cfg.eps,
-            weight_decay: cfg.weight_decay,
-        },
-    )?;
+    let adam = AdamWParams {
+        lr: cfg.lr,
+        beta1: cfg.beta1,
+        beta2: cfg.beta2,
+        eps: cfg.eps,
+        weight_decay: cfg.weight_decay,
+    };
+    let mut resume_opt = None;
 
     let mut start = 0usize;
     let mut epoch_loss_sum = 0f64;
@@ -458,13 +503,18 @@ pub fn fit_token_pairs(
                 .iter()
                 .filter_map(|(k, v)| k.strip_prefix("opt.").map(|k| (k.to_string(), v.clone())))
                 .collect();
-            opt.load_state(&opt_t, st.step)?;
+            resume_opt = Some((opt_t, st.step));
             start = st.step;
             epoch_loss_sum = st.epoch_loss_sum;
             epoch_loss_tokens = st.epoch_loss_tokens;
             last_step_loss = st.last_step_loss;
             resumed_from = Some(st.step);
         }
+    }
+
+    let mut opt = Stepper::new(model, cfg.engine, adam)?;
+    if let Some((opt_t, step_t)) = &resume_opt {
+        opt.load_state(opt_t, *step_t)?;
     }
 
     let plain_log =
@@ -493,7 +543,7 @@ pub fn fit_token_pairs(
     } else {
         f64::NAN
     };
-    let save = |step: usize, opt: &AdamW, els: f64, elt: usize, lsl: f64| -> Result<()> {
+    let save = |step: usize, opt: &Stepper, els: f64, elt: usize, lsl: f64| -> Result<()> {
         if let Some(ck) = &cfg.checkpoint {
             let st = CheckpointState {
                 format: 1,
@@ -509,7 +559,8 @@ pub fn fit_token_pairs(
                 epoch_loss_tokens: elt,
                 last_step_loss: lsl,
             };
-            write_checkpoint(&ck.dir, model, opt, &st)?;
+            opt.sync(model)?;
+            write_checkpoint(&ck.dir, model, opt.state_tensors()?, &st)?;
         }
         Ok(())
     };
@@ -521,22 +572,21 @@ pub fn fit_token_pairs(
             cur_epoch_batches = Some((epoch, epoch_batches(&examples, cfg, epoch)));
         }
         let batches = &cur_epoch_batches.as_ref().expect("set above").1;
-        let batch = make_batch(model, &examples, &batches[in_epoch])?;
-        let loss = batch_loss(model, &batch)?;
-        let mut grads = loss.backward()?;
-        if cfg.grad_clip > 0.0 {
-            clip_grad_norm(model.vars(), &mut grads, cfg.grad_clip)?;
-        }
-        opt.set_lr(cfg.lr_at(step, total));
-        opt.step(&grads)?;
-        let l = loss.to_scalar::<f32>()? as f64;
+        let (l, n_loss, batch_chars) = opt.step(
+            model,
+            &examples,
+            &batches[in_epoch],
+            cfg.lr_at(step, total),
+            cfg.grad_clip,
+        )?;
         if !l.is_finite() {
+            opt.sync(model)?;
             return Err(LmError::Data(format!("loss became {l} at step {step}")));
         }
         last_step_loss = l;
-        epoch_loss_sum += l * batch.n_loss as f64;
-        epoch_loss_tokens += batch.n_loss;
-        chars += batch.chars;
+        epoch_loss_sum += l * n_loss as f64;
+        epoch_loss_tokens += n_loss;
+        chars += batch_chars;
         step += 1;
         let done_epoch = step.is_multiple_of(spe);
         if done_epoch {
@@ -575,6 +625,7 @@ pub fn fit_token_pairs(
         }
     }
     let seconds = t0.elapsed().as_secs_f64();
+    opt.sync(model)?;
     if step > start || resumed_from.is_none() {
         save(
             step,
@@ -605,6 +656,84 @@ pub fn fit_token_pairs(
 
 fn model_cfg_clone(m: &TinyGpt) -> TinyGptConfig {
     m.config().clone()
+}
+
+/// The optimizer loop's engine: the fast path owns a copy of the weights while training (synced
+/// back into the model for checkpoints and at the end), the reference updates the model's
+/// variables in place.
+enum Stepper {
+    Fast(Box<FastTrainer>, AdamWParams),
+    Reference(AdamW),
+}
+
+impl Stepper {
+    fn new(model: &TinyGpt, engine: TrainEngine, adam: AdamWParams) -> Result<Self> {
+        Ok(match engine {
+            TrainEngine::Auto if FastTrainer::supports(model) => {
+                Stepper::Fast(Box::new(FastTrainer::from_model(model)?), adam)
+            }
+            _ => Stepper::Reference(AdamW::new(model.vars(), adam)?),
+        })
+    }
+
+    fn load_state(&mut self, t: &HashMap<String, Tensor>, step_t: usize) -> Result<()> {
+        match self {
+            Stepper::Fast(f, _) => f.load_opt_state(t, step_t),
+            Stepper::Reference(o) => o.load_state(t, step_t),
+        }
+    }
+
+    fn state_tensors(&self) -> Result<HashMap<String, Tensor>> {
+        match self {
+            Stepper::Fast(f, _) => f.opt_state_tensors(),
+            Stepper::Reference(o) => Ok(o.state_tensors()),
+        }
+    }
+
+    /// Make the model's variables hold the current weights.
+    fn sync(&self, model: &TinyGpt) -> Result<()> {
+        match self {
+            Stepper::Fast(f, _) => f.write_to(model),
+            Stepper::Reference(_) => Ok(()),
+        }
+    }
+
+    /// One optimizer step on a batch; returns (loss, loss tokens, sequence characters).
+    fn step(
+        &mut self,
+        model: &TinyGpt,
+        examples: &[Example],
+        idx: &[usize],
+        lr: f64,
+        clip: f64,
+    ) -> Result<(f64, usize, usize)> {
+        match self {
+            Stepper::Fast(f, adam) => {
+                let (batch, chars) = make_fast_batch(examples, idx);
+                let n_loss = batch.targets.len();
+                let l = f.loss_and_grads(&batch)? as f64;
+                if l.is_finite() {
+                    if clip > 0.0 {
+                        f.clip_grad_norm(clip);
+                    }
+                    adam.lr = lr;
+                    f.adamw_step(adam);
+                }
+                Ok((l, n_loss, chars))
+            }
+            Stepper::Reference(opt) => {
+                let batch = make_batch(model, examples, idx)?;
+                let loss = batch_loss(model, &batch)?;
+                let mut grads = loss.backward()?;
+                if clip > 0.0 {
+                    clip_grad_norm(model.vars(), &mut grads, clip)?;
+                }
+                opt.set_lr(lr);
+                opt.step(&grads)?;
+                Ok((loss.to_scalar::<f32>()? as f64, batch.n_loss, batch.chars))
+            }
+        }
+    }
 }
 
 #[cfg(test)]
