@@ -60,7 +60,8 @@ impl ModelBundle {
 
     /// Load a Hugging Face directory: `config.json`, `model.safetensors` or
     /// `model.safetensors.index.json` + shards, `tokenizer.json`, and optionally
-    /// `tokenizer_config.json` (`chat_template`, `bos_token`, `eos_token`, `add_bos_token`).
+    /// `tokenizer_config.json` (`chat_template`, `bos_token`, `eos_token`, `add_bos_token`) or
+    /// `chat_template.jinja`. Without a template, ChatML is used.
     pub fn load_hf(dir: impl AsRef<Path>) -> Result<Self> {
         let dir = dir.as_ref();
         if !is_hf_dir(dir) {
@@ -132,6 +133,19 @@ impl ModelBundle {
                 .map(str::to_string),
             _ => None,
         };
+        // Newer `transformers` versions save the template next to the tokenizer files.
+        let jinja = dir.join("chat_template.jinja");
+        let template_src =
+            match template_src {
+                Some(s) => Some(s),
+                None if jinja.is_file() => Some(std::fs::read_to_string(&jinja).map_err(
+                    |source| LlamaError::Io {
+                        path: jinja.clone(),
+                        source,
+                    },
+                )?),
+                None => None,
+            };
         let template = match template_src {
             Some(src) => {
                 let text = |id: Option<u32>| {

@@ -143,18 +143,39 @@ impl HfConfig {
         if act != "silu" {
             return Err(unsupported(format!("hidden_act `{act}`")));
         }
-        match v.get("rope_scaling") {
-            None | Some(Value::Null) => {}
-            Some(r) => {
-                let ty = r
-                    .get("rope_type")
-                    .or_else(|| r.get("type"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("?");
-                if ty != "default" {
-                    return Err(unsupported(format!("rope_scaling `{ty}`")));
+        // RoPE: `rope_theta` at the top level (transformers 4) or inside `rope_parameters`
+        // (transformers 5); any scaling other than "default" is refused.
+        for key in ["rope_scaling", "rope_parameters"] {
+            match v.get(key) {
+                None | Some(Value::Null) => {}
+                Some(r) => {
+                    let ty = r
+                        .get("rope_type")
+                        .or_else(|| r.get("type"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("default");
+                    if ty != "default" {
+                        return Err(unsupported(format!("{key} of type `{ty}`")));
+                    }
                 }
             }
+        }
+        if let Some(types) = v.get("layer_types").and_then(Value::as_array) {
+            if let Some(t) = types.iter().find(|t| t.as_str() != Some("full_attention")) {
+                return Err(unsupported(format!("layer type {t} (only full_attention)")));
+            }
+        }
+        let rope_theta = match (v.get("rope_theta"), v.get("rope_parameters")) {
+            (Some(x), _) if !x.is_null() => x
+                .as_f64()
+                .ok_or_else(|| err("rope_theta", format!("expected a number, got {x}")))?,
+            (_, Some(p)) if p.get("rope_theta").is_some() => p["rope_theta"]
+                .as_f64()
+                .ok_or_else(|| err("rope_parameters.rope_theta", "expected a number".into()))?,
+            _ => 10_000.0,
+        };
+        if !(rope_theta.is_finite() && rope_theta > 0.0) {
+            return Err(err("rope_theta", format!("{rope_theta} is not positive")));
         }
         if bool_key("mlp_bias") == Some(true) {
             return Err(unsupported("mlp_bias".into()));
@@ -210,7 +231,7 @@ impl HfConfig {
             num_heads: heads,
             num_kv_heads: kv_heads,
             head_dim,
-            rope_theta: f64_key("rope_theta", 10_000.0)?,
+            rope_theta,
             rms_eps: f64_key("rms_norm_eps", 1e-6)?,
             max_position: usize_key("max_position_embeddings")?.unwrap_or(2048),
             tie_embeddings: tie,

@@ -493,3 +493,42 @@ fn tokenizer_json_merges_accept_string_and_pair_forms() {
     let err = Tokenizer::from_hf_json(&v).unwrap_err().to_string();
     assert!(err.contains("merges[2]"), "{err}");
 }
+
+#[test]
+fn config_reads_rope_theta_in_both_layouts_and_refuses_rope_scaling() {
+    let p = Path::new("config.json");
+    let base = json!({"architectures": ["Qwen2ForCausalLM"], "hidden_size": 64,
+        "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "vocab_size": 100});
+    let mut v4 = base.clone();
+    v4["rope_theta"] = json!(1e6);
+    let c = plansmith_llama::HfConfig::from_json(&v4, p).unwrap();
+    assert_eq!(c.config.rope_theta, 1e6);
+    assert_eq!(c.config.head_dim, 16);
+    let mut v5 = base.clone();
+    v5["rope_parameters"] = json!({"rope_theta": 5e5, "rope_type": "default"});
+    v5["layer_types"] = json!(["full_attention", "full_attention"]);
+    assert_eq!(
+        plansmith_llama::HfConfig::from_json(&v5, p)
+            .unwrap()
+            .config
+            .rope_theta,
+        5e5
+    );
+    v5["rope_parameters"]["rope_type"] = json!("yarn");
+    let err = plansmith_llama::HfConfig::from_json(&v5, p).unwrap_err();
+    assert!(
+        matches!(err, LlamaError::Unsupported(_)) && err.to_string().contains("yarn"),
+        "{err}"
+    );
+    let mut sw = base.clone();
+    sw["layer_types"] = json!(["full_attention", "sliding_attention"]);
+    assert!(matches!(
+        plansmith_llama::HfConfig::from_json(&sw, p),
+        Err(LlamaError::Unsupported(_))
+    ));
+    let mut bad = base.clone();
+    bad["num_key_value_heads"] = json!(3);
+    let err = plansmith_llama::HfConfig::from_json(&bad, p).unwrap_err();
+    assert!(err.to_string().contains("num_key_value_heads"), "{err}");
+}
