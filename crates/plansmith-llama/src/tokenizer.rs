@@ -890,6 +890,13 @@ impl Tokenizer {
                 let (Some(id), Some(text)) = (id, text) else {
                     return Err(bad(format!("added_tokens[{i}] needs `id` and `content`")));
                 };
+                for flag in ["lstrip", "rstrip", "single_word"] {
+                    if a.get(flag).and_then(Value::as_bool) == Some(true) {
+                        return Err(unsupported(format!(
+                            "added_tokens[{i}] {text:?} with {flag} = true"
+                        )));
+                    }
+                }
                 let kind = if a.get("special").and_then(Value::as_bool).unwrap_or(false) {
                     TokenKind::Control
                 } else {

@@ -451,6 +451,16 @@ fn bad_hf_dirs_give_typed_errors_naming_what_and_where() {
     let err = ModelBundle::load(&dir).unwrap_err();
     assert!(matches!(err, LlamaError::Unsupported(_)), "{err}");
     assert!(err.to_string().contains("Split regex"), "{err}");
+    tok["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] =
+        json!(plansmith_llama::tokenizer::QWEN2_PATTERN);
+    assert!(Tokenizer::from_hf_json(&tok).is_ok());
+    tok["added_tokens"][1]["rstrip"] = json!(true);
+    let err = Tokenizer::from_hf_json(&tok).unwrap_err();
+    assert!(
+        matches!(err, LlamaError::Unsupported(_)) && err.to_string().contains("<|im_start|>"),
+        "{err}"
+    );
+    tok["added_tokens"][1]["rstrip"] = json!(false);
     tok["model"]["type"] = json!("Unigram");
     assert!(matches!(
         Tokenizer::from_hf_json(&tok),
@@ -531,4 +541,47 @@ fn config_reads_rope_theta_in_both_layouts_and_refuses_rope_scaling() {
     bad["num_key_value_heads"] = json!(3);
     let err = plansmith_llama::HfConfig::from_json(&bad, p).unwrap_err();
     assert!(err.to_string().contains("num_key_value_heads"), "{err}");
+}
+
+#[test]
+fn lora_trains_and_merges_on_qwen2_and_qwen3_checkpoints() {
+    use plansmith_llama::{LoraConfig, LoraTrainer, PeftAdapter};
+    let root = common::temp_dir("hf-lora");
+    for arch in [Arch::Qwen2, Arch::Qwen3] {
+        let dir = root.join(format!("m{}", arch as u8));
+        write_tiny_hf(&dir, arch, DType::F32, 21);
+        let b = ModelBundle::load(&dir).unwrap();
+        let ids = b
+            .tokenizer
+            .encode("the theory at the top, 42 ones", false, false);
+        let base = b.model.session().prefill_all_logits(&ids).unwrap();
+        let mut tr = LoraTrainer::new(&b.model, LoraConfig::default(), 1e-2, 4).unwrap();
+        // The trainer's forward includes biases / q-k norms: equal to inference before training.
+        let t0 = tr.forward(&ids).unwrap().to_vec2::<f32>().unwrap();
+        let d0 = t0
+            .iter()
+            .zip(&base)
+            .map(|(a, c)| max_abs_diff(a, c))
+            .fold(0f32, f32::max);
+        assert!(d0 <= 1e-3, "trainer vs inference before training: {d0}");
+        let first = tr.train_step(&ids, 4).unwrap();
+        let mut last = first;
+        for _ in 0..15 {
+            last = tr.train_step(&ids, 4).unwrap();
+        }
+        assert!(last < first, "loss {first} -> {last}");
+        let ad_dir = dir.join("adapter");
+        tr.save_peft(&ad_dir, "tiny").unwrap();
+        let ad = PeftAdapter::load(&ad_dir, b.model.config()).unwrap();
+        let merged = Arc::new(b.model.with_adapter(&ad).unwrap());
+        let want = tr.forward(&ids).unwrap().to_vec2::<f32>().unwrap();
+        let got = merged.session().prefill_all_logits(&ids).unwrap();
+        let d = want
+            .iter()
+            .zip(&got)
+            .map(|(a, c)| max_abs_diff(a, c))
+            .fold(0f32, f32::max);
+        assert!(d <= 1e-3, "merged vs trainer: {d}");
+    }
+    std::fs::remove_dir_all(&root).ok();
 }
