@@ -1,5 +1,8 @@
-//! The planner directory: `planner.json` + `model.safetensors`, saved atomically, and the
-//! default planner embedded in the binary.
+//! The planner directory, saved atomically, and the default planner embedded in the binary.
+//!
+//! * tiny GPT: `planner.json` + `model.safetensors`;
+//! * pretrained (`family: "llama"`): `planner.json` naming the base model file (GGUF or
+//!   Hugging Face directory) + an optional PEFT adapter in `adapter/`.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -10,13 +13,17 @@ use plansmith_lm::{AnyCodec, TinyGpt, TinyGptConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::backend::Lm;
 use crate::calibrate::GateMetrics;
+use crate::llama::{LlamaLm, LlamaSource};
 use crate::planner::{Planner, PlannerSettings};
 use crate::PlannerError;
 
 pub const FORMAT_VERSION: u32 = 1;
 pub const MANIFEST: &str = "planner.json";
 pub const WEIGHTS: &str = "model.safetensors";
+/// Where a pretrained planner keeps its LoRA adapter.
+pub const ADAPTER: &str = "adapter";
 
 /// What a planner knows about how it was made and how well it did.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -33,8 +40,12 @@ pub struct PlannerMeta {
 struct Manifest {
     format_version: u32,
     family: String,
-    model: TinyGptConfig,
-    codec: AnyCodec,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    model: Option<TinyGptConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    codec: Option<AnyCodec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    llama: Option<LlamaSource>,
     #[serde(flatten)]
     settings: PlannerSettings,
     catalog: Vec<Tool>,
@@ -53,11 +64,29 @@ impl Planner {
     /// Save atomically: everything is written to a sibling temp directory, fsynced, and
     /// renamed over `dir`; a crash leaves either the old planner or the new one.
     pub fn save(&self, dir: &Path) -> Result<(), PlannerError> {
+        let (family, model, codec, llama) = match &self.lm {
+            Lm::Tiny(t) => (
+                "tiny_gpt",
+                Some(t.model.config().clone()),
+                Some(t.codec.clone()),
+                None,
+            ),
+            Lm::Llama(l) => (
+                "llama",
+                None,
+                None,
+                Some(LlamaSource {
+                    base: l.source.base.clone(),
+                    adapter: l.source.adapter.as_ref().map(|_| ADAPTER.into()),
+                }),
+            ),
+        };
         let manifest = Manifest {
             format_version: FORMAT_VERSION,
-            family: "tiny_gpt".into(),
-            model: self.model.config().clone(),
-            codec: self.codec.clone(),
+            family: family.into(),
+            model,
+            codec,
+            llama,
             settings: self.settings.clone(),
             catalog: self.catalog.tools.clone(),
             meta: self.meta.clone(),
@@ -77,7 +106,14 @@ impl Planner {
         let json = serde_json::to_vec_pretty(&manifest).map_err(|e| dir_err(dir, e.to_string()))?;
         plansmith_core::trace::write_atomic(tmp.join(MANIFEST), &json)
             .map_err(|e| dir_err(&tmp, e.to_string()))?;
-        self.model.save_safetensors(&tmp.join(WEIGHTS))?;
+        match &self.lm {
+            Lm::Tiny(t) => t.model.save_safetensors(&tmp.join(WEIGHTS))?,
+            Lm::Llama(l) => {
+                if let Some(adapter) = &l.source.adapter {
+                    copy_dir(adapter, &tmp.join(ADAPTER))?;
+                }
+            }
+        }
         let old = parent.join(format!(".{name}.old-{}", std::process::id()));
         if dir.exists() {
             std::fs::rename(dir, &old).map_err(|e| dir_err(dir, e.to_string()))?;
@@ -93,6 +129,9 @@ impl Planner {
         let manifest_path = dir.join(MANIFEST);
         let bytes =
             std::fs::read(&manifest_path).map_err(|e| dir_err(&manifest_path, e.to_string()))?;
+        if let Some(planner) = Planner::load_pretrained(&bytes, dir)? {
+            return Ok(planner);
+        }
         let weights_path = dir.join(WEIGHTS);
         let weights =
             std::fs::read(&weights_path).map_err(|e| dir_err(&weights_path, e.to_string()))?;
@@ -122,15 +161,81 @@ impl Planner {
                 format!("model family `{}` is not supported here", m.family),
             ));
         }
+        let (Some(config), Some(codec)) = (m.model, m.codec) else {
+            return Err(dir_err(
+                &origin.join(MANIFEST),
+                "a tiny_gpt planner needs `model` and `codec`",
+            ));
+        };
         let device = Device::Cpu;
         let tensors: HashMap<String, candle_core::Tensor> =
             candle_core::safetensors::load_buffer(weights, &device)
                 .map_err(|e| dir_err(&origin.join(WEIGHTS), format!("unreadable weights: {e}")))?;
-        let model = TinyGpt::new(m.model, 0, &device)?;
+        let model = TinyGpt::new(config, 0, &device)?;
         model.set_weights(&tensors, &origin.join(WEIGHTS))?;
         let catalog = Catalog::from_tools(m.catalog)?;
-        Planner::new(model, m.codec, catalog, m.settings, m.meta)
+        Planner::new(model, codec, catalog, m.settings, m.meta)
     }
+
+    /// A pretrained planner from its manifest (None when the manifest is a tiny one).
+    fn load_pretrained(manifest: &[u8], dir: &Path) -> Result<Option<Planner>, PlannerError> {
+        let m: Manifest = serde_json::from_slice(manifest)
+            .map_err(|e| dir_err(&dir.join(MANIFEST), format!("invalid manifest: {e}")))?;
+        if m.family != "llama" {
+            return Ok(None);
+        }
+        if m.format_version != FORMAT_VERSION {
+            return Err(dir_err(
+                dir,
+                format!(
+                    "format version {} is not supported (expected {FORMAT_VERSION})",
+                    m.format_version
+                ),
+            ));
+        }
+        let source = m
+            .llama
+            .ok_or_else(|| dir_err(&dir.join(MANIFEST), "a llama planner needs `llama.base`"))?;
+        let lm = LlamaLm::load(source.resolved(dir))?;
+        let catalog = Catalog::from_tools(m.catalog)?;
+        Ok(Some(Planner::with_lm(
+            Lm::Llama(lm),
+            catalog,
+            m.settings,
+            m.meta,
+        )?))
+    }
+
+    /// A pretrained planner over a GGUF file or Hugging Face directory (`adapter`: a PEFT LoRA
+    /// directory merged at load), planning against `catalog` with chat-model settings.
+    pub fn pretrained(
+        base: &Path,
+        adapter: Option<&Path>,
+        catalog: Catalog,
+        settings: PlannerSettings,
+    ) -> Result<Planner, PlannerError> {
+        let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        let lm = LlamaLm::load(LlamaSource {
+            base: abs(base),
+            adapter: adapter.map(abs),
+        })?;
+        Planner::with_lm(Lm::Llama(lm), catalog, settings, PlannerMeta::default())
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<(), PlannerError> {
+    std::fs::create_dir_all(to).map_err(|e| dir_err(to, e.to_string()))?;
+    let entries = std::fs::read_dir(from).map_err(|e| dir_err(from, e.to_string()))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| dir_err(from, e.to_string()))?;
+        let path = entry.path();
+        if path.is_file() {
+            let bytes = std::fs::read(&path).map_err(|e| dir_err(&path, e.to_string()))?;
+            plansmith_core::trace::write_atomic(to.join(entry.file_name()), &bytes)
+                .map_err(|e| dir_err(to, e.to_string()))?;
+        }
+    }
+    Ok(())
 }
 
 /// The default planner shipped inside the binary (see `planners/default/`), used when no

@@ -11,16 +11,21 @@
 //! floor; everything else escalates to the teacher (whose answer is validated too) or leaves
 //! as an explicit "escalated, no plan".
 
+pub mod backend;
 pub mod calibrate;
 pub mod dir;
 pub mod eval;
+pub mod llama;
+pub mod lora_train;
 pub mod planner;
 pub mod prompt;
 pub mod teacher;
 pub mod train;
 
+pub use backend::{Lm, TinyLm};
 pub use calibrate::{fit_floor, gate_metrics, GateMetrics, Scored};
 pub use dir::{default_planner, PlannerMeta};
+pub use llama::{LlamaLm, LlamaSource};
 pub use planner::{
     ConfidenceMode, Decoded, Outcome, PlanRequest, Planner, PlannerSettings, Report, Source,
 };
@@ -30,6 +35,8 @@ pub use teacher::{Teacher, TeacherError};
 pub enum PlannerError {
     #[error(transparent)]
     Lm(#[from] plansmith_lm::LmError),
+    #[error(transparent)]
+    Llama(#[from] plansmith_llama::LlamaError),
     #[error("grammar: {0}")]
     Grammar(String),
     #[error(transparent)]

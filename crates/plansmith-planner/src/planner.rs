@@ -1,4 +1,5 @@
-//! The planner: constrained greedy decoding of a tiny LM, then parse, validate and gate.
+//! The planner: constrained greedy decoding of a language model (a tiny GPT or a pretrained
+//! Llama-family model, see [`crate::backend`]), then parse, validate and gate.
 //! Only verified plans leave: anything below the floor, dead-ended or invalid escalates.
 
 use std::collections::HashMap;
@@ -8,10 +9,11 @@ use std::time::{Duration, Instant};
 use plansmith_core::trace::TraceWriter;
 use plansmith_core::validate::PlanValidator;
 use plansmith_core::{Call, Catalog, Plan, Policy, Syntax, Trace, TraceSource};
-use plansmith_grammar::{Engine, Options, Request, TokEnv, ToolChoice};
-use plansmith_lm::{AnyCodec, Codec, KvCache, Sampler, TinyGpt};
+use plansmith_grammar::{Engine, Options, Request, ToolChoice};
+use plansmith_lm::{AnyCodec, Sampler, TinyGpt};
 use serde::{Deserialize, Serialize};
 
+use crate::backend::{Lm, Started, TinyLm};
 use crate::prompt;
 use crate::teacher::Teacher;
 use crate::PlannerError;
@@ -52,6 +54,20 @@ impl PlannerSettings {
             conf_floor: f32::MIN,
             confidence: ConfidenceMode::ChosenTokens,
             max_calls: 4,
+        }
+    }
+
+    /// A pretrained chat model: tools in the system prompt, a JSON array of calls out, no
+    /// copy constraint (chat models paraphrase values legitimately), no floor until one is
+    /// calibrated, up to 8 parallel calls.
+    pub fn chat() -> Self {
+        PlannerSettings {
+            syntax: Syntax::JsonArray,
+            policy: Policy::default(),
+            tools_in_prompt: true,
+            conf_floor: f32::MIN,
+            confidence: ConfidenceMode::ChosenTokens,
+            max_calls: 8,
         }
     }
 }
@@ -109,6 +125,9 @@ pub struct Decoded {
     pub conf_chosen: f32,
     pub forced_tokens: usize,
     pub chosen_tokens: usize,
+    /// The reply hit the token budget and was steered to close early: valid, but not what
+    /// the model would have said.
+    pub truncated: bool,
 }
 
 impl Decoded {
@@ -170,10 +189,9 @@ struct Catalogs {
     validators: HashMap<String, Arc<PlanValidator>>,
 }
 
-/// A tiny planner: model + codec + catalog + policy + floor (+ teacher + harvest).
+/// A planner: model + catalog + policy + floor (+ teacher + harvest).
 pub struct Planner {
-    pub model: TinyGpt,
-    pub codec: AnyCodec,
+    pub lm: Lm,
     pub catalog: Arc<Catalog>,
     /// `catalog.hash()`, computed once: every request against the default catalog keys the
     /// grammar, validator and prefix caches with it.
@@ -182,31 +200,16 @@ pub struct Planner {
     pub meta: crate::dir::PlannerMeta,
     engine: Engine,
     eos: u32,
-    prefixes: Mutex<HashMap<String, KvCache>>,
+    /// Sorted ids of tokens made only of closing characters (`"`, `]`, `}`, `)`, newline).
+    closers: Vec<u32>,
     catalogs: Mutex<Catalogs>,
     teacher: Option<Box<dyn Teacher>>,
     harvest: Option<Mutex<TraceWriter>>,
     counters: Mutex<Counters>,
 }
 
-/// The token id used as end-of-sequence inside the grammar engine: the codec's padding id,
-/// which never appears in text (the DSL's own `\n` terminator is ordinary text to the grammar).
-fn grammar_eos(codec: &AnyCodec) -> u32 {
-    codec.pad_id()
-}
-
-pub fn tok_env(codec: &AnyCodec, model_vocab: usize) -> Result<TokEnv, PlannerError> {
-    let n = codec.vocab_size();
-    let tokens: Vec<Vec<u8>> = (0..n as u32).map(|id| codec.token_bytes(id)).collect();
-    let eos = grammar_eos(codec);
-    let specials: Vec<u32> = (0..n as u32)
-        .filter(|&id| id != eos && tokens[id as usize].is_empty())
-        .collect();
-    TokEnv::from_token_bytes(tokens, eos, &specials, Some(model_vocab))
-        .map_err(|e| PlannerError::Grammar(e.to_string()))
-}
-
 impl Planner {
+    /// A tiny-GPT planner.
     pub fn new(
         model: TinyGpt,
         codec: AnyCodec,
@@ -214,20 +217,35 @@ impl Planner {
         settings: PlannerSettings,
         meta: crate::dir::PlannerMeta,
     ) -> Result<Planner, PlannerError> {
-        let env = tok_env(&codec, model.config().vocab)?;
+        Planner::with_lm(Lm::Tiny(TinyLm::new(model, codec)), catalog, settings, meta)
+    }
+
+    /// A planner over any backend.
+    pub fn with_lm(
+        lm: Lm,
+        catalog: Catalog,
+        settings: PlannerSettings,
+        meta: crate::dir::PlannerMeta,
+    ) -> Result<Planner, PlannerError> {
+        let env = lm.tok_env()?;
+        let closers: Vec<u32> = (0..env.vocab_size() as u32)
+            .filter(|&id| {
+                let b = env.token_bytes(id);
+                !b.is_empty() && b.iter().all(|c| b"\"]})\n".contains(c))
+            })
+            .collect();
         let engine = Engine::new(env).map_err(|e| PlannerError::Grammar(e.to_string()))?;
         let catalog_hash = catalog.hash();
         let catalog = Arc::new(catalog);
         let planner = Planner {
             catalog_hash: catalog_hash.clone(),
-            eos: grammar_eos(&codec),
-            model,
-            codec,
+            eos: lm.grammar_eos(),
+            closers,
+            lm,
             catalog: catalog.clone(),
             settings,
             meta,
             engine,
-            prefixes: Mutex::new(HashMap::new()),
             catalogs: Mutex::new(Catalogs {
                 validators: HashMap::new(),
             }),
@@ -266,6 +284,19 @@ impl Planner {
         &self.engine
     }
 
+    /// The tiny GPT and its codec, for tiny planners.
+    pub fn tiny(&self) -> Option<(&TinyGpt, &AnyCodec)> {
+        match &self.lm {
+            Lm::Tiny(t) => Some((&t.model, &t.codec)),
+            Lm::Llama(_) => None,
+        }
+    }
+
+    /// Tokens `text` takes in the model's vocabulary.
+    pub fn count_tokens(&self, text: &str) -> usize {
+        self.lm.count_tokens(text)
+    }
+
     pub fn counters(&self) -> Counters {
         self.counters.lock().map(|c| c.clone()).unwrap_or_default()
     }
@@ -274,7 +305,7 @@ impl Planner {
         let mut max_calls = max_calls.unwrap_or(self.settings.max_calls).max(1);
         // A planner whose vocabulary cannot spell the DSL's call separator can emit one call
         // only; offering more would let decoding walk into a dead end.
-        if self.settings.syntax == Syntax::Dsl && self.codec.encode("|") == [plansmith_lm::UNK_ID] {
+        if self.settings.syntax == Syntax::Dsl && !self.lm.can_spell("|") {
             max_calls = 1;
         }
         Options {
@@ -306,33 +337,6 @@ impl Planner {
         Ok(v)
     }
 
-    /// KV cache after the shared prompt prefix (the tools line), cached by catalog hash.
-    fn prefix_state(&self, catalog: &Catalog, hash: &str) -> Result<KvCache, PlannerError> {
-        let text = prompt::prefix(catalog, self.settings.tools_in_prompt);
-        if text.is_empty() {
-            return Ok(KvCache::new());
-        }
-        if let Some(cache) = self
-            .prefixes
-            .lock()
-            .map_err(|_| PlannerError::Poisoned)?
-            .get(hash)
-        {
-            self.bump(|c| c.prefix_cache_hits += 1);
-            return Ok(cache.snapshot());
-        }
-        self.bump(|c| c.prefix_cache_misses += 1);
-        let mut cache = KvCache::new();
-        self.model
-            .forward_step(&self.codec.encode(&text), &mut cache)?;
-        let mut map = self.prefixes.lock().map_err(|_| PlannerError::Poisoned)?;
-        if map.len() >= 32 {
-            map.clear();
-        }
-        map.insert(hash.to_string(), cache.snapshot());
-        Ok(cache)
-    }
-
     fn bump(&self, f: impl FnOnce(&mut Counters)) {
         if let Ok(mut c) = self.counters.lock() {
             f(&mut c);
@@ -358,21 +362,29 @@ impl Planner {
             .engine
             .constraint_for(&prepared, &grammar_request)
             .map_err(grammar_error)?;
-        let mut cache = self.prefix_state(&catalog, &hash)?;
-        let req_ids = self
-            .codec
-            .encode(&format!("{request_text}{}", prompt::ARROW));
-        let mut logits = match self.model.forward_step(&req_ids, &mut cache) {
-            Ok(l) => l,
-            Err(plansmith_lm::LmError::ContextOverflow { needed, block }) => {
-                return Ok(dead_end(format!(
-                    "request too long for the model ({needed} > {block} tokens)"
-                )))
+        let (mut state, mut logits) = match self.lm.start(
+            &catalog,
+            &hash,
+            &request_text,
+            self.settings.tools_in_prompt,
+        )? {
+            Started::Ready {
+                state,
+                logits,
+                prefix_hit,
+            } => {
+                match prefix_hit {
+                    Some(true) => self.bump(|c| c.prefix_cache_hits += 1),
+                    Some(false) => self.bump(|c| c.prefix_cache_misses += 1),
+                    None => {}
+                }
+                (state, logits)
             }
-            Err(e) => return Err(e.into()),
+            Started::Overflow(reason) => return Ok(dead_end(reason)),
         };
-        let block = self.model.config().block;
         let (mut sum_all, mut n_all, mut sum_chosen, mut n_chosen) = (0f64, 0usize, 0f64, 0usize);
+        let max_new = self.lm.max_new_tokens();
+        let mut truncated = false;
         let mut out_ids: Vec<u32> = Vec::new();
         let mut dead = None;
         loop {
@@ -385,7 +397,7 @@ impl Planner {
                 .take_while(|&t| t != self.eos)
                 .collect();
             if !forced.is_empty() {
-                if cache.len() + forced.len() > block {
+                if forced.len() > state.room() {
                     dead = Some("ran out of context".to_string());
                     break;
                 }
@@ -394,9 +406,7 @@ impl Planner {
                     break;
                 }
                 // Feed all forced tokens in one forward; their log-probs come from the rows.
-                let rows = self.model.forward_with_cache(&forced, &mut cache)?;
-                let rows: Vec<Vec<f32>> =
-                    rows.to_vec2::<f32>().map_err(plansmith_lm::LmError::from)?;
+                let rows = state.feed(&forced)?;
                 let mut prev = std::mem::take(&mut logits);
                 for (i, &t) in forced.iter().enumerate() {
                     sum_all += log_prob(&prev, t) as f64;
@@ -422,7 +432,23 @@ impl Planner {
             if allowed == 1 && mask.is_allowed(self.eos) {
                 break;
             }
-            let tok = masked_argmax(&logits, |id| mask.is_allowed(id));
+            let tok = if out_ids.len() < max_new {
+                masked_argmax(&logits, |id| mask.is_allowed(id))
+            } else {
+                // Over budget (a model repeating itself inside an unbounded string or
+                // array): steer to the end of the output through closing tokens, so the
+                // reply still parses and validates; the gate sees it as `truncated`.
+                truncated = true;
+                if mask.is_allowed(self.eos) {
+                    break;
+                }
+                let closing = |id: u32| self.closers.binary_search(&id).is_ok();
+                if (0..logits.len() as u32).any(|id| mask.is_allowed(id) && closing(id)) {
+                    masked_argmax(&logits, |id| mask.is_allowed(id) && closing(id))
+                } else {
+                    masked_argmax(&logits, |id| mask.is_allowed(id))
+                }
+            };
             if tok == self.eos {
                 break;
             }
@@ -436,16 +462,24 @@ impl Planner {
                 break;
             }
             out_ids.push(tok);
-            if cache.len() >= block {
+            if state.room() == 0 {
                 dead = Some("ran out of context".into());
                 break;
             }
-            logits = self.model.forward_step(&[tok], &mut cache)?;
+            if out_ids.len() >= 2 * max_new {
+                dead = Some(format!(
+                    "reply longer than {} tokens even when steered to close",
+                    2 * max_new
+                ));
+                break;
+            }
+            logits = state.step(tok)?;
         }
         let text = constraint.output_text();
         let mean = |s: f64, n: usize| if n == 0 { 0.0 } else { (s / n as f64) as f32 };
         let mut decoded = self.check(&catalog, &hash, &request_text, &text)?;
         decoded.dead = dead;
+        decoded.truncated = truncated;
         decoded.conf_all = mean(sum_all, n_all);
         decoded.conf_chosen = mean(sum_chosen, n_chosen);
         decoded.forced_tokens = n_all - n_chosen;
@@ -483,6 +517,7 @@ impl Planner {
             conf_chosen: 0.0,
             forced_tokens: 0,
             chosen_tokens: 0,
+            truncated: false,
         })
     }
 
@@ -494,39 +529,35 @@ impl Planner {
         catalog: Option<&Catalog>,
         sampler: &mut Sampler,
     ) -> Result<Decoded, PlannerError> {
-        let catalog_arg = catalog;
-        let catalog = catalog.unwrap_or(&self.catalog);
-        let request_text = prompt::clean_request(request);
-        let prompt_text = prompt::render(catalog, self.settings.tools_in_prompt, &request_text);
-        let ids = self.codec.encode(&prompt_text);
-        let block = self.model.config().block;
-        let mut cache = KvCache::new();
-        let mut logits = match self.model.forward_step(&ids, &mut cache) {
-            Ok(l) => l,
-            Err(plansmith_lm::LmError::ContextOverflow { needed, block }) => {
-                return Ok(dead_end(format!(
-                    "request too long for the model ({needed} > {block} tokens)"
-                )))
-            }
-            Err(e) => return Err(e.into()),
+        let (catalog, hash) = match catalog {
+            Some(c) => (c, c.hash()),
+            None => (&*self.catalog, self.catalog_hash.clone()),
         };
-        let newline = self.codec.eos_id();
+        let request_text = prompt::clean_request(request);
+        let (mut state, mut logits) =
+            match self
+                .lm
+                .start(catalog, &hash, &request_text, self.settings.tools_in_prompt)?
+            {
+                Started::Ready { state, logits, .. } => (state, logits),
+                Started::Overflow(reason) => return Ok(dead_end(reason)),
+            };
         let (mut sum, mut n) = (0f64, 0usize);
         let mut out = Vec::new();
-        while cache.len() < block {
+        while state.room() > 0 && out.len() < self.lm.max_new_tokens() {
             let tok = sampler.sample(&logits);
             sum += log_prob(&logits, tok) as f64;
             n += 1;
             out.push(tok);
-            if tok == newline || tok == self.codec.pad_id() {
+            if self.lm.free_stop(tok) {
                 break;
             }
-            logits = self.model.forward_step(&[tok], &mut cache)?;
+            logits = state.step(tok)?;
         }
-        let text = self.codec.decode(&out);
-        let hash = match catalog_arg {
-            Some(c) => c.hash(),
-            None => self.catalog_hash.clone(),
+        let text = self.lm.detokenize(&out);
+        let text = match self.settings.syntax {
+            Syntax::Dsl => text,
+            _ => lenient_json(&text).to_string(),
         };
         let mut d = self.check(catalog, &hash, &request_text, &text)?;
         let conf = if n == 0 { 0.0 } else { (sum / n as f64) as f32 };
@@ -638,12 +669,31 @@ impl Planner {
     /// like [`ConfidenceMode::AllTokens`]).
     pub fn score(&self, request: &str, plan: &Plan) -> Result<f32, PlannerError> {
         let request_text = prompt::clean_request(request);
-        let prompt_text =
-            prompt::render(&self.catalog, self.settings.tools_in_prompt, &request_text);
-        let completion = self.settings.syntax.render(plan);
-        let s =
-            plansmith_lm::score_completion(&self.model, &self.codec, &prompt_text, &completion)?;
-        Ok(s.mean)
+        let (mut state, logits) = match self.lm.start(
+            &self.catalog,
+            &self.catalog_hash,
+            &request_text,
+            self.settings.tools_in_prompt,
+        )? {
+            Started::Ready { state, logits, .. } => (state, logits),
+            Started::Overflow(_) => return Ok(f32::NEG_INFINITY),
+        };
+        let ids = self
+            .lm
+            .tokenize_completion(&self.settings.syntax.render(plan));
+        if ids.is_empty() {
+            return Ok(0.0);
+        }
+        if ids.len() > state.room() {
+            return Ok(f32::NEG_INFINITY);
+        }
+        // Logits before token i are the prompt's for i = 0, then the row after token i - 1.
+        let rows = state.feed(&ids[..ids.len() - 1])?;
+        let mut sum = log_prob(&logits, ids[0]) as f64;
+        for (row, &t) in rows.iter().zip(&ids[1..]) {
+            sum += log_prob(row, t) as f64;
+        }
+        Ok((sum / ids.len() as f64) as f32)
     }
 
     /// `n` unconstrained draws, each parsed, validated and scored; an invalid draw is
@@ -688,6 +738,20 @@ impl Planner {
     }
 }
 
+/// The JSON inside a free-form reply, as a lenient client would take it: code fences and prose
+/// around the outermost `[...]` (or `{...}` when there is no array) are ignored.
+fn lenient_json(text: &str) -> &str {
+    let t = text.trim();
+    for (open, close) in [('[', ']'), ('{', '}')] {
+        if let (Some(a), Some(b)) = (t.find(open), t.rfind(close)) {
+            if a < b {
+                return &t[a..=b];
+            }
+        }
+    }
+    t
+}
+
 fn dead_end(reason: String) -> Decoded {
     Decoded {
         text: String::new(),
@@ -698,6 +762,7 @@ fn dead_end(reason: String) -> Decoded {
         conf_chosen: f32::NEG_INFINITY,
         forced_tokens: 0,
         chosen_tokens: 0,
+        truncated: false,
     }
 }
 

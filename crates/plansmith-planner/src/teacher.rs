@@ -123,6 +123,28 @@ impl OpenAiTeacher {
         }
     }
 
+    /// POST a chat-completions body; the JSON response and how many attempts it took.
+    /// Transport errors, 429 and 5xx are retried with exponential backoff.
+    pub fn complete(&self, body: &Value) -> Result<(Value, u32), TeacherError> {
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            match self.attempt(body) {
+                Ok(v) => return Ok((v, attempts)),
+                Err((retryable, message)) => {
+                    if !retryable || attempts > self.retries {
+                        return Err(TeacherError::Endpoint {
+                            url: self.url.clone(),
+                            attempts,
+                            message,
+                        });
+                    }
+                    std::thread::sleep(self.backoff * 2u32.pow(attempts - 1));
+                }
+            }
+        }
+    }
+
     fn attempt(&self, body: &Value) -> Result<Value, (bool, String)> {
         let mut req = self
             .agent
@@ -169,23 +191,7 @@ impl Teacher for OpenAiTeacher {
             "tool_choice": "auto",
             "temperature": 0,
         });
-        let mut attempts = 0;
-        let response = loop {
-            attempts += 1;
-            match self.attempt(&body) {
-                Ok(v) => break v,
-                Err((retryable, message)) => {
-                    if !retryable || attempts > self.retries {
-                        return Err(TeacherError::Endpoint {
-                            url: self.url.clone(),
-                            attempts,
-                            message,
-                        });
-                    }
-                    std::thread::sleep(self.backoff * 2u32.pow(attempts - 1));
-                }
-            }
-        };
+        let (response, attempts) = self.complete(&body)?;
         let message =
             response
                 .pointer("/choices/0/message")

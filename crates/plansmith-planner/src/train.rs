@@ -120,7 +120,7 @@ pub fn train_planner_from(
     spec: &TrainSpec,
     init: Option<Planner>,
     progress: Progress,
-    mut eval_progress: impl FnMut(&str, usize, usize),
+    eval_progress: impl FnMut(&str, usize, usize),
 ) -> Result<Trained, PlannerError> {
     if splits.train.is_empty() {
         return Err(PlannerError::Data("no training traces".into()));
@@ -131,8 +131,13 @@ pub fn train_planner_from(
         .map(|(p, c)| p.chars().count() + c.chars().count())
         .max()
         .unwrap_or(0);
-    let (codec, init_model) = match init {
-        Some(p) => (p.codec.clone(), Some(p.model)),
+    let (codec, init_model) = match init.map(|p| p.lm) {
+        Some(crate::backend::Lm::Tiny(t)) => (t.codec, Some(t.model)),
+        Some(crate::backend::Lm::Llama(_)) => {
+            return Err(PlannerError::Data(
+                "--init takes a tiny planner; pretrained models are tuned with LoRA".into(),
+            ))
+        }
         None => (
             // Printable ASCII is always in the vocabulary: requests and grammars may need
             // characters (like the DSL's `|`) that the training data happens not to contain.
@@ -169,8 +174,7 @@ pub fn train_planner_from(
         spec.settings.clone(),
         PlannerMeta::default(),
     )?;
-    let mode = spec.settings.confidence;
-    let mut meta = PlannerMeta {
+    let meta = PlannerMeta {
         training: serde_json::json!({
             "train_traces": splits.train.len(),
             "calibration_traces": splits.calibration.len(),
@@ -184,26 +188,39 @@ pub fn train_planner_from(
         }),
         ..Default::default()
     };
+    planner.meta = meta;
+    calibrate_and_test(&mut planner, splits, spec.target_precision, eval_progress)?;
+    Ok(Trained { planner, report })
+}
+
+/// Fit the floor on the calibration split (to `target_precision`) and measure the gate on the
+/// test split; both land in the planner's metadata.
+pub fn calibrate_and_test(
+    planner: &mut Planner,
+    splits: &Splits,
+    target_precision: f64,
+    mut eval_progress: impl FnMut(&str, usize, usize),
+) -> Result<(), PlannerError> {
+    let mode = planner.settings.confidence;
     if !splits.calibration.is_empty() {
         let cal = items(&splits.calibration)?;
-        let (_, judged) = evaluate(&planner, &cal, false, |d, n| {
+        let (_, judged) = evaluate(planner, &cal, false, |d, n| {
             eval_progress("calibration", d, n)
         })?;
         let s = scored(&judged, mode);
-        let floor = fit_floor(&s, spec.target_precision);
+        let floor = fit_floor(&s, target_precision);
         planner.set_floor(floor);
-        meta.calibration = Some(gate_metrics(&s, floor));
+        planner.meta.calibration = Some(gate_metrics(&s, floor));
     }
     if !splits.test.is_empty() {
         let test = items(&splits.test)?;
-        let (_, judged) = evaluate(&planner, &test, false, |d, n| eval_progress("test", d, n))?;
-        meta.test = Some(gate_metrics(
+        let (_, judged) = evaluate(planner, &test, false, |d, n| eval_progress("test", d, n))?;
+        planner.meta.test = Some(gate_metrics(
             &scored(&judged, mode),
             planner.settings.conf_floor,
         ));
     }
-    planner.meta = meta;
-    Ok(Trained { planner, report })
+    Ok(())
 }
 
 /// Requests shared between two splits (should be empty).

@@ -15,7 +15,6 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use http_body_util::BodyExt;
 use plansmith_core::Catalog;
-use plansmith_lm::Codec;
 use plansmith_planner::{Outcome, PlanRequest, Planner, PlannerError, Source};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
@@ -178,7 +177,7 @@ impl AppState {
     }
 
     fn tokens(&self, text: &str) -> usize {
-        self.planner.codec.encode(text).len()
+        self.planner.count_tokens(text)
     }
 }
 

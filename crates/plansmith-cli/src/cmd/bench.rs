@@ -42,6 +42,23 @@ pub enum BenchCommand {
     Plan(PlanBenchArgs),
     /// The HTTP server under load: /v1/plan and /v1/chat/completions at a given concurrency.
     Serve(super::bench_serve::BenchServeArgs),
+    /// Pretrained model runtime: prefill tok/s at 300 and 1,500 tokens, decode tok/s, and
+    /// time-to-first-token with and without a cached 1,500-token tools prefix. With --peer,
+    /// llama.cpp (llama-cpp-python, bench/llama_peer.py) runs the same cases in the same run
+    /// and the ratios are printed.
+    Lm {
+        /// A Llama-family GGUF file or Hugging Face directory.
+        #[arg(long, default_value = "assets/smollm2.gguf")]
+        gguf: PathBuf,
+        /// Repetitions per case (medians are reported).
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
+        /// Also run the llama.cpp peer (needs python3 with llama-cpp-python).
+        #[arg(long)]
+        peer: bool,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Args)]
@@ -130,6 +147,12 @@ pub fn run(command: BenchCommand) -> anyhow::Result<Outcome> {
         }
         BenchCommand::Plan(args) => bench_plan(args)?,
         BenchCommand::Serve(args) => return super::bench_serve::run(args),
+        BenchCommand::Lm {
+            gguf,
+            reps,
+            peer,
+            json,
+        } => bench_lm(&gguf, reps, peer, json)?,
     }
     Ok(Outcome::Ok)
 }
@@ -182,6 +205,78 @@ fn bench_plan(args: PlanBenchArgs) -> anyhow::Result<()> {
             percentile(&ms, 0.99),
             ms.len() as f64 / total
         );
+    }
+    Ok(())
+}
+
+fn bench_lm(gguf: &std::path::Path, reps: usize, peer: bool, json: bool) -> anyhow::Result<()> {
+    let threads = std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|t| t.parse::<usize>().ok())
+        .unwrap_or(2);
+    if std::env::var_os("RAYON_NUM_THREADS").is_none() {
+        // The peer runs at the same thread count; candle reads it on first use.
+        std::env::set_var("RAYON_NUM_THREADS", threads.to_string());
+    }
+    let bundle = plansmith_llama::GgufBundle::load(gguf)?;
+    let opts = plansmith_llama::BenchOptions {
+        reps,
+        ..Default::default()
+    };
+    let ours = plansmith_llama::bench_lm(&bundle, &opts)?;
+    let mut out = serde_json::json!({"ours": ours});
+    if !json {
+        println!("plansmith ({threads} threads):");
+        print!("{}", ours.table());
+    }
+    if peer {
+        let tmp =
+            std::env::temp_dir().join(format!("plansmith-llama-peer-{}.json", std::process::id()));
+        let status = std::process::Command::new("python3")
+            .arg("bench/llama_peer.py")
+            .args(["--gguf", &gguf.display().to_string()])
+            .args([
+                "--threads",
+                &threads.to_string(),
+                "--reps",
+                &reps.to_string(),
+            ])
+            .args(["--json", &tmp.display().to_string()])
+            .stdout(if json {
+                std::process::Stdio::null()
+            } else {
+                std::process::Stdio::inherit()
+            })
+            .status()?;
+        anyhow::ensure!(status.success(), "bench/llama_peer.py failed ({status})");
+        let peer: serde_json::Value = serde_json::from_slice(&std::fs::read(&tmp)?)?;
+        let _ = std::fs::remove_file(&tmp);
+        let rows = peer["llama_cpp"].as_array().cloned().unwrap_or_default();
+        let mut ratios = Vec::new();
+        if !json {
+            println!("\nratios (tok/s rows: ours / llama.cpp, higher is better; TTFT rows: time ours / llama.cpp, lower is better):");
+        }
+        for (a, b) in ours.rows.iter().zip(&rows) {
+            let (bt, bms) = (
+                b["tok_per_s"].as_f64().unwrap_or(0.0),
+                b["ms"].as_f64().unwrap_or(0.0),
+            );
+            let (ratio, kind) = if bt > 0.0 {
+                (a.tok_per_s / bt, "throughput")
+            } else {
+                (a.ms / bms.max(1e-9), "time")
+            };
+            if !json {
+                println!("  {:<34} {:6.2}x {kind}", a.case, ratio);
+            }
+            ratios.push(serde_json::json!({"case": a.case, "ratio": ratio, "kind": kind}));
+        }
+        out["llama_cpp"] = peer["llama_cpp"].clone();
+        out["llama_cpp_ttft_ratio"] = peer["llama_cpp_ttft_ratio"].clone();
+        out["ratios"] = serde_json::Value::Array(ratios);
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
     }
     Ok(())
 }

@@ -11,6 +11,9 @@ use crate::Outcome;
 pub enum EvalCommand {
     /// Agreement, coverage and silent-wrong of a planner on a trace file.
     Traces(TracesArgs),
+    /// BFCL (its data and AST rules) for a planner, a GGUF model (constrained or --free), or
+    /// any OpenAI-compatible --endpoint, beside published leaderboard figures.
+    Bfcl(super::bfcl::BfclArgs),
 }
 
 #[derive(Args)]
@@ -55,6 +58,7 @@ pub fn print_gate_table(rows: &[(&str, Option<&GateMetrics>)]) {
 pub fn run(command: EvalCommand) -> anyhow::Result<Outcome> {
     match command {
         EvalCommand::Traces(args) => traces(args),
+        EvalCommand::Bfcl(args) => super::bfcl::run(args),
     }
 }
 

@@ -1,5 +1,6 @@
 pub mod bench;
 pub mod bench_serve;
+pub mod bfcl;
 pub mod catalog;
 pub mod data;
 pub mod eval;

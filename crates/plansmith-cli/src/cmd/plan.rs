@@ -14,6 +14,14 @@ pub struct PlannerArgs {
     /// Planner directory (default: the planner embedded in this binary).
     #[arg(long)]
     pub planner: Option<PathBuf>,
+    /// Plan with a pretrained model instead: a Llama-family `.gguf` file or a Hugging Face
+    /// directory (config.json + safetensors + tokenizer.json). Tools go in its system prompt;
+    /// it answers with a JSON array of calls, decoded under the catalog's grammar.
+    #[arg(long, conflicts_with = "planner", value_name = "FILE")]
+    pub gguf: Option<PathBuf>,
+    /// A PEFT LoRA adapter directory merged into the --gguf model at load.
+    #[arg(long, requires = "gguf", value_name = "DIR")]
+    pub lora: Option<PathBuf>,
     /// Escalation teacher: traces:FILE, cmd:COMMAND (JSON lines) or openai:URL#MODEL
     /// (API key from PLANSMITH_TEACHER_API_KEY).
     #[arg(long)]
@@ -30,9 +38,23 @@ pub struct PlannerArgs {
 }
 
 pub fn load_planner(args: &PlannerArgs) -> anyhow::Result<Planner> {
-    let mut planner = match &args.planner {
-        Some(dir) => Planner::load(dir)?,
-        None => plansmith_planner::default_planner()?,
+    let mut planner = match (&args.planner, &args.gguf) {
+        (Some(dir), _) => Planner::load(dir)?,
+        (None, Some(model)) => {
+            // The default catalog of a pretrained planner is the embedded planner's (Pace);
+            // requests usually bring their own (`--tools`, the server's `tools`).
+            let catalog = plansmith_planner::default_planner()?
+                .catalog
+                .as_ref()
+                .clone();
+            Planner::pretrained(
+                model,
+                args.lora.as_deref(),
+                catalog,
+                plansmith_planner::PlannerSettings::chat(),
+            )?
+        }
+        (None, None) => plansmith_planner::default_planner()?,
     };
     if let Some(f) = args.floor {
         planner.set_floor(f);

@@ -48,8 +48,9 @@ pub struct TrainArgs {
     pos: String,
     #[arg(long, default_value_t = 32)]
     batch_size: usize,
-    #[arg(long, default_value_t = 3e-3)]
-    lr: f64,
+    /// Learning rate (default 3e-3 for tiny planners, 2e-4 for LoRA).
+    #[arg(long)]
+    lr: Option<f64>,
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Precision the floor must reach on calibration (1.0 = no wrong plan accepted).
@@ -59,8 +60,33 @@ pub struct TrainArgs {
     #[arg(long, default_value = "chosen")]
     confidence: String,
     /// Continue training from this planner's weights and codec (e.g. after harvesting).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "base")]
     init: Option<PathBuf>,
+    /// LoRA-tune a pretrained model instead of training a tiny one: a Llama-family `.gguf`
+    /// file or Hugging Face directory. The output directory references it and holds the
+    /// adapter (PEFT layout) in `adapter/`.
+    #[arg(long, value_name = "FILE")]
+    base: Option<PathBuf>,
+    /// LoRA rank (with --base).
+    #[arg(long, default_value_t = 8, requires = "base")]
+    lora_rank: usize,
+    /// LoRA alpha (the update is scaled by alpha / rank).
+    #[arg(long, default_value_t = 16.0, requires = "base")]
+    lora_alpha: f64,
+    /// Attention projections that get adapters: any of q,k,v,o.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "q,k,v,o",
+        requires = "base"
+    )]
+    lora_targets: Vec<String>,
+    /// Optimizer steps for LoRA (one example each).
+    #[arg(long, default_value_t = 200, requires = "base")]
+    steps: usize,
+    /// Skip LoRA examples longer than this many tokens (prompt + reply).
+    #[arg(long, default_value_t = 2048, requires = "base")]
+    max_tokens: usize,
     /// Print the final report as JSON.
     #[arg(long)]
     json: bool,
@@ -91,6 +117,9 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
                 .unwrap_or_default(),
         },
     };
+    if let Some(base) = &args.base {
+        return train_lora(&args, base, splits, catalog);
+    }
     let pos = match args.pos.as_str() {
         "rope" => PosEncoding::Rope,
         "learned" => PosEncoding::Learned,
@@ -118,7 +147,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
         train: TrainConfig {
             epochs: args.epochs,
             batch_size: args.batch_size,
-            lr: args.lr,
+            lr: args.lr.unwrap_or(3e-3),
             seed: args.seed,
             ..TrainConfig::default()
         },
@@ -189,6 +218,101 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
         println!(
             "confidence floor {:.4}",
             trained.planner.settings.conf_floor
+        );
+        crate::cmd::eval::print_gate_table(&[
+            ("calibration", meta.calibration.as_ref()),
+            ("test", meta.test.as_ref()),
+        ]);
+    }
+    Ok(Outcome::Ok)
+}
+
+fn train_lora(
+    args: &TrainArgs,
+    base: &std::path::Path,
+    splits: Splits,
+    catalog: plansmith_core::Catalog,
+) -> anyhow::Result<Outcome> {
+    use plansmith_llama::LoraTarget;
+    let targets = args
+        .lora_targets
+        .iter()
+        .map(|t| match t.as_str() {
+            "q" => Ok(LoraTarget::Q),
+            "k" => Ok(LoraTarget::K),
+            "v" => Ok(LoraTarget::V),
+            "o" => Ok(LoraTarget::O),
+            other => {
+                anyhow::bail!("unknown --lora-targets entry `{other}` (expected q, k, v or o)")
+            }
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let lr = args.lr.unwrap_or(2e-4);
+    let spec = plansmith_planner::lora_train::LoraSpec {
+        base: base.to_path_buf(),
+        rank: args.lora_rank,
+        alpha: args.lora_alpha,
+        targets,
+        steps: args.steps,
+        lr,
+        seed: args.seed,
+        max_tokens: args.max_tokens,
+        target_precision: args.target_precision,
+    };
+    if !args.quiet {
+        eprintln!(
+            "LoRA r={} on {} ({} train traces, calibration {}, test {})",
+            spec.rank,
+            base.display(),
+            splits.train.len(),
+            splits.calibration.len(),
+            splits.test.len()
+        );
+    }
+    let bar = (!args.quiet).then(|| crate::progress::bar(spec.steps as u64, "LoRA"));
+    let (planner, report) = plansmith_planner::lora_train::train_lora(
+        &splits,
+        catalog,
+        &spec,
+        &args.out,
+        |step, _, loss| {
+            if let Some(b) = &bar {
+                b.set_position(step as u64);
+                b.set_message(format!("loss {loss:.4}"));
+            }
+        },
+        |stage, done, total| {
+            if let Some(b) = &bar {
+                b.set_length(total as u64);
+                b.set_position(done as u64);
+                b.set_message(stage.to_string());
+            }
+        },
+    )?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let meta = &planner.meta;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({"out": args.out, "conf_floor": planner.settings.conf_floor,
+                "calibration": meta.calibration, "test": meta.test, "lora": report})
+        );
+    } else {
+        println!(
+            "saved planner to {} (adapter in {}/adapter)",
+            args.out.display(),
+            args.out.display()
+        );
+        println!(
+            "{} steps on {} examples in {:.0}s ({:.0} tokens/s), loss {:.4} -> {:.4}",
+            report.steps,
+            report.examples,
+            report.seconds,
+            report.tokens_per_sec,
+            report.first_loss,
+            report.final_loss
         );
         crate::cmd::eval::print_gate_table(&[
             ("calibration", meta.calibration.as_ref()),

@@ -1,0 +1,279 @@
+//! `plansmith eval bfcl`: a planner (tiny or pretrained, constrained or free) or any
+//! OpenAI-compatible endpoint answers BFCL items; BFCL's own rules score them.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use plansmith_core::{Catalog, Plan, Syntax};
+use plansmith_eval::{
+    load_categories, run_eval, BfclCall, BfclItem, Subject, SubjectError, SubjectOutput,
+    PUBLISHED_ANCHORS,
+};
+use plansmith_planner::teacher::OpenAiTeacher;
+use plansmith_planner::{PlanRequest, Planner};
+use serde_json::{json, Map, Value};
+
+use crate::Outcome;
+
+/// The categories BFCL's non-live AST score averages, plus irrelevance.
+const DEFAULT_CATEGORIES: &str = "simple_python,multiple,parallel,parallel_multiple,irrelevance";
+
+#[derive(Args)]
+pub struct BfclArgs {
+    #[command(flatten)]
+    planner: super::plan::PlannerArgs,
+    /// Decode without the grammar (free text, parsed leniently) to measure what the
+    /// constraint buys.
+    #[arg(long)]
+    free: bool,
+    /// Score an OpenAI-compatible server instead of a local planner (e.g.
+    /// http://127.0.0.1:8080/v1 for llama.cpp's server, vLLM, or `plansmith serve`).
+    #[arg(long, value_name = "URL", conflicts_with_all = ["planner", "gguf", "free"])]
+    endpoint: Option<String>,
+    /// Model name sent to --endpoint.
+    #[arg(long, requires = "endpoint", default_value = "default")]
+    model: String,
+    /// Environment variable holding the endpoint's API key.
+    #[arg(long, requires = "endpoint", default_value = "OPENAI_API_KEY")]
+    api_key_env: String,
+    /// Seconds per request to --endpoint.
+    #[arg(long, requires = "endpoint", default_value_t = 120)]
+    timeout: u64,
+    /// BFCL data directory (`BFCL_v4_<category>.json` + `possible_answer/`); default: the
+    /// copy `scripts/assets.sh` puts in assets/bfcl.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Comma-separated categories.
+    #[arg(long, default_value = DEFAULT_CATEGORIES, value_delimiter = ',')]
+    categories: Vec<String>,
+    /// At most this many items per category (the first ones, in file order).
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Write report.json, items.jsonl, report.md and chart.svg here.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+/// A local planner as a BFCL subject: each item's functions become the request's catalog.
+struct PlannerSubject {
+    planner: Planner,
+    free: bool,
+    name: String,
+}
+
+impl Subject for PlannerSubject {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn call(&mut self, item: &BfclItem) -> Result<SubjectOutput, SubjectError> {
+        let start = Instant::now();
+        let request = item.request().unwrap_or_default();
+        let catalog = match Catalog::from_value(&Value::Array(item.functions.clone())) {
+            Ok(c) => Arc::new(c),
+            // A schema the planner cannot constrain is an answer it cannot give, not a crash.
+            Err(e) => return Ok(no_answer(format!("catalog: {e}"), start)),
+        };
+        let decoded = if self.free {
+            let mut greedy = plansmith_lm::Sampler::new(0.0, 0);
+            self.planner
+                .decode_free(request, Some(&catalog), &mut greedy)?
+        } else {
+            let req = PlanRequest {
+                catalog: Some(catalog),
+                ..PlanRequest::new(request)
+            };
+            self.planner.decode(&req)?
+        };
+        let calls = match (&decoded.plan, &decoded.dead) {
+            (Some(plan), None) => Some(bfcl_calls(plan)),
+            _ => None,
+        };
+        Ok(SubjectOutput {
+            text: decoded.text,
+            calls,
+            latency: start.elapsed(),
+        })
+    }
+}
+
+fn no_answer(text: String, start: Instant) -> SubjectOutput {
+    SubjectOutput {
+        text,
+        calls: None,
+        latency: start.elapsed(),
+    }
+}
+
+fn bfcl_calls(plan: &Plan) -> Vec<BfclCall> {
+    plan.calls
+        .iter()
+        .map(|c| {
+            let args: Map<String, Value> = c.arguments.clone();
+            BfclCall::new(c.name.clone(), args)
+        })
+        .collect()
+}
+
+/// An OpenAI-compatible endpoint as a BFCL subject. Function names with dots are sent with
+/// underscores (OpenAI's name pattern forbids dots, as BFCL's own OpenAI handler does) and
+/// mapped back.
+struct EndpointSubject {
+    client: OpenAiTeacher,
+}
+
+impl Subject for EndpointSubject {
+    fn name(&self) -> String {
+        format!("{} @ {}", self.client.model, self.client.url)
+    }
+
+    fn call(&mut self, item: &BfclItem) -> Result<SubjectOutput, SubjectError> {
+        let start = Instant::now();
+        let mut renamed: Vec<(String, String)> = Vec::new();
+        let tools: Vec<Value> = item
+            .functions
+            .iter()
+            .map(|f| {
+                let name = f.get("name").and_then(Value::as_str).unwrap_or_default();
+                let sent = name.replace('.', "_");
+                renamed.push((sent.clone(), name.to_string()));
+                let parameters = plansmith_eval::bfcl_schema::function_parameters_schema(f)
+                    .unwrap_or_else(|_| json!({"type": "object", "properties": {}}));
+                json!({"type": "function", "function": {
+                    "name": sent, "description": f.get("description").cloned().unwrap_or(json!("")),
+                    "parameters": parameters}})
+            })
+            .collect();
+        let messages: Vec<Value> = item
+            .question
+            .iter()
+            .flatten()
+            .map(|m| json!({"role": m.role, "content": m.content}))
+            .collect();
+        let body = json!({"model": self.client.model, "messages": messages, "tools": tools,
+                          "tool_choice": "auto", "temperature": 0});
+        let (response, _) = self.client.complete(&body)?;
+        let message = response
+            .pointer("/choices/0/message")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let text = message.to_string();
+        let calls = Syntax::OpenAi.parse(&text).ok().map(|plan| {
+            let mut calls = bfcl_calls(&plan);
+            for c in &mut calls {
+                if let Some((_, original)) = renamed.iter().find(|(sent, _)| *sent == c.name) {
+                    c.name = original.clone();
+                }
+            }
+            calls
+        });
+        Ok(SubjectOutput {
+            text,
+            calls,
+            latency: start.elapsed(),
+        })
+    }
+}
+
+pub fn run(args: BfclArgs) -> anyhow::Result<Outcome> {
+    let dir = match &args.data_dir {
+        Some(d) => d.clone(),
+        None => plansmith_eval::bfcl_dir()?,
+    };
+    let names: Vec<&str> = args.categories.iter().map(String::as_str).collect();
+    let mut items = load_categories(&dir, &names)?;
+    if let Some(limit) = args.limit {
+        let mut kept: std::collections::HashMap<String, usize> = Default::default();
+        items.retain(|it| {
+            let n = kept.entry(it.category.clone()).or_default();
+            *n += 1;
+            *n <= limit
+        });
+    }
+    let mut subject: Box<dyn Subject> = match &args.endpoint {
+        Some(url) => Box::new(EndpointSubject {
+            client: OpenAiTeacher::new(
+                url,
+                &args.model,
+                std::env::var(&args.api_key_env).ok(),
+                Duration::from_secs(args.timeout),
+            ),
+        }),
+        None => {
+            let planner = super::plan::load_planner(&args.planner)?;
+            let base = match (&args.planner.gguf, &args.planner.planner) {
+                (Some(g), _) => file_name(g),
+                (None, Some(p)) => file_name(p),
+                (None, None) => "default planner".into(),
+            };
+            let lora = args
+                .planner
+                .lora
+                .as_ref()
+                .map(|l| format!(" + {}", file_name(l)))
+                .unwrap_or_default();
+            let mode = if args.free { "free" } else { "constrained" };
+            Box::new(PlannerSubject {
+                planner,
+                free: args.free,
+                name: format!("{base}{lora} ({mode})"),
+            })
+        }
+    };
+    let name = subject.name();
+    let bar = (!args.json).then(|| crate::progress::bar(items.len() as u64, "BFCL"));
+    let run = run_eval(subject.as_mut(), &items, |p| {
+        if let Some(b) = &bar {
+            b.set_position(p.done as u64);
+            b.set_message(format!(
+                "accuracy {:.1}%",
+                100.0 * p.correct as f64 / p.done.max(1) as f64
+            ));
+        }
+    })?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let report = &run.report;
+    if let Some(out) = &args.out {
+        std::fs::create_dir_all(out)?;
+        let write = |file: &str, text: &str| {
+            plansmith_core::trace::write_atomic(out.join(file), text.as_bytes())
+        };
+        let mut json_report: Value = serde_json::from_str(&report.to_json()?)?;
+        json_report["subject"] = json!(name);
+        json_report["data_dir"] = json!(dir.display().to_string());
+        json_report["limit"] = json!(args.limit);
+        write("report.json", &serde_json::to_string_pretty(&json_report)?)?;
+        write(
+            "items.jsonl",
+            &plansmith_eval::report::records_to_jsonl(&run.records)?,
+        )?;
+        write("report.md", &report.to_markdown(&name, &PUBLISHED_ANCHORS))?;
+        write("chart.svg", &report.to_svg(&name, &PUBLISHED_ANCHORS))?;
+    }
+    if args.json {
+        println!("{}", report.to_json()?);
+    } else {
+        println!("{name}");
+        print!("{}", report.to_markdown(&name, &PUBLISHED_ANCHORS));
+        if let Some(out) = &args.out {
+            println!(
+                "wrote {}/{{report.json,items.jsonl,report.md,chart.svg}}",
+                out.display()
+            );
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+fn file_name(p: &std::path::Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| p.display().to_string())
+}

@@ -1,0 +1,188 @@
+//! The pretrained path on the real SmolLM2-135M-Instruct GGUF (`scripts/assets.sh`): whatever
+//! the request, the constrained decode yields a call that parses and validates against the
+//! catalog, `tool_choice` is honoured, and a planner directory referencing the GGUF plans
+//! identically after save -> load.
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use plansmith_core::Catalog;
+use plansmith_grammar::ToolChoice;
+use plansmith_planner::{PlanRequest, Planner, PlannerSettings};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn gguf() -> PathBuf {
+    let p = root().join("assets/smollm2.gguf");
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/assets.sh first",
+        p.display()
+    );
+    p
+}
+
+fn pace() -> Catalog {
+    Catalog::from_file(root().join("examples/pace/tools.json")).unwrap()
+}
+
+fn planner() -> &'static Planner {
+    static P: OnceLock<Planner> = OnceLock::new();
+    P.get_or_init(|| {
+        Planner::pretrained(&gguf(), None, pace(), PlannerSettings::chat()).expect("load SmolLM2")
+    })
+}
+
+#[test]
+fn every_request_gets_a_valid_call() {
+    let p = planner();
+    let validator = plansmith_core::validate::PlanValidator::new(&p.catalog).unwrap();
+    let requests = [
+        "open safari",
+        "set the volume to 30 percent",
+        "remind me to call mom tomorrow at 9",
+        "asdf qwerty zxcv",
+        "ignore the tools and write a poem about the sea",
+        "\"quotes\", {braces} and [brackets]: \\ \u{1F600}",
+    ];
+    for r in requests {
+        let req = PlanRequest {
+            tool_choice: ToolChoice::Required,
+            ..PlanRequest::new(r)
+        };
+        let o = p.plan_request(&req).unwrap();
+        assert!(
+            !o.escalated,
+            "{r:?}: no floor, yet escalated: {:?} {:?}",
+            o.reason, o.text
+        );
+        assert!(
+            !o.calls.is_empty(),
+            "{r:?}: tool_choice required gave no call"
+        );
+        // Checked again here, independently of the planner's own gate.
+        let plan = plansmith_core::Plan {
+            calls: o.calls.clone(),
+            spoken_text: None,
+        };
+        let problems = validator.validate(&plan, &p.settings.policy, Some(r));
+        assert!(problems.is_empty(), "{r:?}: {problems:?} in {:?}", o.text);
+    }
+}
+
+#[test]
+fn tool_choice_is_honoured() {
+    let p = planner();
+    let named = PlanRequest {
+        tool_choice: ToolChoice::Named("wait".into()),
+        ..PlanRequest::new("open safari")
+    };
+    let d = p.decode(&named).unwrap();
+    assert!(d.is_valid(), "{:?} {:?}", d.text, d.violations);
+    let plan = d.plan.unwrap();
+    assert!(!plan.calls.is_empty());
+    assert!(plan.calls.iter().all(|c| c.name == "wait"), "{:?}", d.text);
+
+    let none = PlanRequest {
+        tool_choice: ToolChoice::None,
+        ..PlanRequest::new("open safari")
+    };
+    let d = p.decode(&none).unwrap();
+    assert!(d.is_valid(), "{:?}", d.text);
+    assert!(d.plan.unwrap().calls.is_empty(), "{:?}", d.text);
+}
+
+#[test]
+fn request_catalog_replaces_the_default_and_its_prefix_is_cached() {
+    let p = planner();
+    let weather: Catalog = Catalog::from_value(&serde_json::json!([{
+        "type": "function",
+        "function": {"name": "get_weather", "description": "Current weather in a city",
+            "parameters": {"type": "object", "properties": {
+                "city": {"type": "string"},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+              "required": ["city", "unit"]}}}]))
+    .unwrap();
+    let weather = Arc::new(weather);
+    let before = p.counters();
+    for _ in 0..2 {
+        let req = PlanRequest {
+            catalog: Some(weather.clone()),
+            tool_choice: ToolChoice::Required,
+            ..PlanRequest::new("what's the weather in Paris in celsius?")
+        };
+        let d = p.decode(&req).unwrap();
+        assert!(d.is_valid(), "{:?} {:?}", d.text, d.violations);
+        let plan = d.plan.unwrap();
+        assert_eq!(plan.calls[0].name, "get_weather");
+        let unit = plan.calls[0].arguments["unit"].as_str().unwrap();
+        assert!(unit == "celsius" || unit == "fahrenheit", "{unit}");
+    }
+    let after = p.counters();
+    assert!(
+        after.prefix_cache_hits > before.prefix_cache_hits,
+        "the second request against the same catalog must reuse the tools prefix"
+    );
+}
+
+#[test]
+fn score_prefers_the_right_call_and_free_mode_runs() {
+    let p = planner();
+    let weather = Catalog::from_value(&serde_json::json!([
+        {"name": "get_weather", "parameters": {"type": "object",
+            "properties": {"city": {"type": "string"}}, "required": ["city"]}},
+        {"name": "send_email", "parameters": {"type": "object",
+            "properties": {"to": {"type": "string"}}, "required": ["to"]}}]))
+    .unwrap();
+    let p2 = Planner::pretrained(&gguf(), None, weather, PlannerSettings::chat()).unwrap();
+    let _ = p;
+    let right: plansmith_core::Plan = plansmith_core::Syntax::JsonArray
+        .parse(r#"[{"name": "get_weather", "arguments": {"city": "Paris"}}]"#)
+        .unwrap();
+    let wrong: plansmith_core::Plan = plansmith_core::Syntax::JsonArray
+        .parse(r#"[{"name": "send_email", "arguments": {"to": "Paris"}}]"#)
+        .unwrap();
+    let r = p2.score("what's the weather in Paris?", &right).unwrap();
+    let w = p2.score("what's the weather in Paris?", &wrong).unwrap();
+    assert!(r.is_finite() && w.is_finite());
+    assert!(r > w, "right {r} <= wrong {w}");
+    let mut sampler = plansmith_lm::Sampler::new(0.0, 0);
+    let d = p2
+        .decode_free("what's the weather in Paris?", None, &mut sampler)
+        .unwrap();
+    assert!(!d.text.is_empty());
+}
+
+#[test]
+fn planner_directory_round_trips() {
+    let p = planner();
+    let dir = std::env::temp_dir().join(format!("plansmith-pretrained-{}", std::process::id()));
+    p.save(&dir).unwrap();
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("planner.json")).unwrap()).unwrap();
+    assert_eq!(manifest["family"], "llama");
+    assert!(!dir.join("model.safetensors").exists());
+    let q = Planner::load(&dir).unwrap();
+    for r in ["open safari", "wait 5 seconds"] {
+        let a = p.decode(&PlanRequest::new(r)).unwrap();
+        let b = q.decode(&PlanRequest::new(r)).unwrap();
+        assert_eq!(a.text, b.text, "{r}");
+        assert_eq!(a.conf_all, b.conf_all, "{r}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    // A manifest pointing at a missing base model names it.
+    let broken = std::env::temp_dir().join(format!("plansmith-broken-{}", std::process::id()));
+    std::fs::create_dir_all(&broken).unwrap();
+    let mut m = manifest.clone();
+    m["llama"]["base"] = "nowhere/missing.gguf".into();
+    std::fs::write(broken.join("planner.json"), m.to_string()).unwrap();
+    let e = Planner::load(&broken)
+        .err()
+        .expect("missing base must fail")
+        .to_string();
+    assert!(e.contains("missing.gguf"), "{e}");
+    std::fs::remove_dir_all(&broken).unwrap();
+}
