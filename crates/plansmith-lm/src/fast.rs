@@ -566,58 +566,9 @@ impl Shard {
 
             // attention
             if !last {
-                for bi in 0..b {
-                    for hi in 0..h {
-                        let base = ((bi * h + hi) * t) * hd;
-                        let q = &l.q[base..base + t * hd];
-                        let k = &l.k[base..base + t * hd];
-                        let v = &l.v[base..base + t * hd];
-                        let pa = (bi * h + hi) * t * t;
-                        let att = &mut l.att[pa..pa + t * t];
-                        mm(att, t, q, hd, false, k, hd, true, t, t, hd, false);
-                        for i in 0..t {
-                            softmax_causal(&mut att[i * t..(i + 1) * t], i + 1, scale);
-                        }
-                        mm(
-                            &mut l.y[bi * t * d + hi * hd..],
-                            d,
-                            att,
-                            t,
-                            false,
-                            v,
-                            hd,
-                            false,
-                            t,
-                            hd,
-                            t,
-                            false,
-                        );
-                    }
-                }
+                attn_full_fwd(l, b, t, &cx.dims, scale);
             } else {
-                // one query row per loss position: att (nl, h, t)
-                for (i, &row) in self.last_rows.iter().enumerate() {
-                    let (bi, p) = (row / t, row % t);
-                    for hi in 0..h {
-                        let base = ((bi * h + hi) * t) * hd;
-                        let qv = &l.q[i * d + hi * hd..i * d + (hi + 1) * hd];
-                        let arow = &mut l.att[(i * h + hi) * t..(i * h + hi + 1) * t];
-                        for j in 0..=p {
-                            let kv = &l.k[base + j * hd..base + (j + 1) * hd];
-                            arow[j] = dot(qv, kv);
-                        }
-                        softmax_causal(arow, p + 1, scale);
-                        let y = &mut l.y[i * d + hi * hd..i * d + (hi + 1) * hd];
-                        y.fill(0.0);
-                        for j in 0..=p {
-                            let a = arow[j];
-                            let vv = &l.v[base + j * hd..base + (j + 1) * hd];
-                            for (o, &x) in y.iter_mut().zip(vv) {
-                                *o += a * x;
-                            }
-                        }
-                    }
-                }
+                attn_rows_fwd(l, &self.last_rows, t, &cx.dims, scale);
             }
             let rr = if last { nl } else { r };
             // x_mid = x_in + y Wp^T + bp (compacted to loss rows in the last block)
@@ -870,109 +821,9 @@ impl Shard {
             // attention core -> dq (head layout; (nl, d) in the last block), dk, dv
             let (dq, dk, dv) = (&mut self.dq, &mut self.dk, &mut self.dv);
             if !last {
-                for bi in 0..b {
-                    for hi in 0..h {
-                        let base = ((bi * h + hi) * t) * hd;
-                        let pa = (bi * h + hi) * t * t;
-                        let att = &l.att[pa..pa + t * t];
-                        let dyh = &dy[bi * t * d + hi * hd..];
-                        // dV = P^T dY
-                        mm(
-                            &mut dv[base..base + t * hd],
-                            hd,
-                            att,
-                            t,
-                            true,
-                            dyh,
-                            d,
-                            false,
-                            t,
-                            hd,
-                            t,
-                            false,
-                        );
-                        // dP = dY V^T, then dS = P (dP - rowsum(P dP)) * scale
-                        let dp = &mut self.dp;
-                        mm(
-                            dp,
-                            t,
-                            dyh,
-                            d,
-                            false,
-                            &l.v[base..base + t * hd],
-                            hd,
-                            true,
-                            t,
-                            t,
-                            hd,
-                            false,
-                        );
-                        for i in 0..t {
-                            let pr = &att[i * t..i * t + i + 1];
-                            let dr = &mut dp[i * t..(i + 1) * t];
-                            let s = dot(pr, &dr[..i + 1]);
-                            for j in 0..=i {
-                                dr[j] = pr[j] * (dr[j] - s) * scale;
-                            }
-                            dr[i + 1..].fill(0.0);
-                        }
-                        // dQ = dS K, dK = dS^T Q
-                        mm(
-                            &mut dq[base..base + t * hd],
-                            hd,
-                            dp,
-                            t,
-                            false,
-                            &l.k[base..base + t * hd],
-                            hd,
-                            false,
-                            t,
-                            hd,
-                            t,
-                            false,
-                        );
-                        mm(
-                            &mut dk[base..base + t * hd],
-                            hd,
-                            dp,
-                            t,
-                            true,
-                            &l.q[base..base + t * hd],
-                            hd,
-                            false,
-                            t,
-                            hd,
-                            t,
-                            false,
-                        );
-                    }
-                }
+                attn_full_bwd(l, dy, dq, dk, dv, &mut self.dp, b, t, &cx.dims, scale);
             } else {
-                dq[..nl * d].fill(0.0);
-                dk.fill(0.0);
-                dv.fill(0.0);
-                for (i, &row) in self.last_rows.iter().enumerate() {
-                    let (bi, p) = (row / t, row % t);
-                    for hi in 0..h {
-                        let base = ((bi * h + hi) * t) * hd;
-                        let arow = &l.att[(i * h + hi) * t..(i * h + hi + 1) * t];
-                        let dyv = &dy[i * d + hi * hd..i * d + (hi + 1) * hd];
-                        let qv = &l.q[i * d + hi * hd..i * d + (hi + 1) * hd];
-                        let dpr = &mut self.dp[..p + 1];
-                        for j in 0..=p {
-                            let vv = &l.v[base + j * hd..base + (j + 1) * hd];
-                            dpr[j] = dot(dyv, vv);
-                            axpy(&mut dv[base + j * hd..base + (j + 1) * hd], arow[j], dyv);
-                        }
-                        let s = dot(&arow[..=p], dpr);
-                        let dqv = &mut dq[i * d + hi * hd..i * d + (hi + 1) * hd];
-                        for j in 0..=p {
-                            let ds = arow[j] * (dpr[j] - s) * scale;
-                            axpy(dqv, ds, &l.k[base + j * hd..base + (j + 1) * hd]);
-                            axpy(&mut dk[base + j * hd..base + (j + 1) * hd], ds, qv);
-                        }
-                    }
-                }
+                attn_rows_bwd(l, dy, dq, dk, dv, &mut self.dp, &self.last_rows, t, &cx.dims, scale);
             }
             // back to (rows, 3d), RoPE transposed
             let dqkv = &mut self.dqkv;
@@ -1079,6 +930,187 @@ impl Shard {
             }
         }
         self.grads = grads;
+    }
+}
+
+/// Query rows per block of the causal attention products: a block only meets the keys up to
+/// its last row, which skips most of the masked upper triangle.
+const QBLOCK: usize = 32;
+
+/// Causal self-attention of all rows of a full block: probabilities into `l.att`, outputs
+/// (heads side by side) into `l.y`.
+#[inline(never)]
+fn attn_full_fwd(l: &mut LayerAct, b: usize, t: usize, dims: &Dims, scale: f32) {
+    let (d, h, hd) = (dims.d, dims.h, dims.hd);
+    for bi in 0..b {
+        for hi in 0..h {
+            let base = ((bi * h + hi) * t) * hd;
+            let q = &l.q[base..base + t * hd];
+            let k = &l.k[base..base + t * hd];
+            let v = &l.v[base..base + t * hd];
+            let pa = (bi * h + hi) * t * t;
+            let att = &mut l.att[pa..pa + t * t];
+            for i0 in (0..t).step_by(QBLOCK) {
+                let i1 = (i0 + QBLOCK).min(t);
+                let (nq, nk) = (i1 - i0, i1);
+                let ab = &mut att[i0 * t..];
+                mm(ab, t, &q[i0 * hd..], hd, false, k, hd, true, nq, nk, hd, false);
+                for i in i0..i1 {
+                    softmax_causal(&mut ab[(i - i0) * t..(i - i0 + 1) * t], i + 1, scale);
+                }
+                mm(
+                    &mut l.y[(bi * t + i0) * d + hi * hd..],
+                    d,
+                    ab,
+                    t,
+                    false,
+                    v,
+                    hd,
+                    false,
+                    nq,
+                    hd,
+                    nk,
+                    false,
+                );
+            }
+        }
+    }
+}
+
+/// Backward of [`attn_full_fwd`]: `dy` (rows, d) -> `dq`, `dk`, `dv` in head layout.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn attn_full_bwd(
+    l: &LayerAct,
+    dy: &[f32],
+    dq: &mut [f32],
+    dk: &mut [f32],
+    dv: &mut [f32],
+    dp: &mut [f32],
+    b: usize,
+    t: usize,
+    dims: &Dims,
+    scale: f32,
+) {
+    let (d, h, hd) = (dims.d, dims.h, dims.hd);
+    for bi in 0..b {
+        for hi in 0..h {
+            let base = ((bi * h + hi) * t) * hd;
+            let pa = (bi * h + hi) * t * t;
+            let att = &l.att[pa..pa + t * t];
+            let (q, k, v) = (
+                &l.q[base..base + t * hd],
+                &l.k[base..base + t * hd],
+                &l.v[base..base + t * hd],
+            );
+            let dkh = &mut dk[base..base + t * hd];
+            let dvh = &mut dv[base..base + t * hd];
+            dkh.fill(0.0);
+            dvh.fill(0.0);
+            for i0 in (0..t).step_by(QBLOCK) {
+                let i1 = (i0 + QBLOCK).min(t);
+                let (nq, nk) = (i1 - i0, i1);
+                let dyb = &dy[(bi * t + i0) * d + hi * hd..];
+                let pb = &att[i0 * t..];
+                // dV[..nk] += P_b^T dY_b
+                mm(dvh, hd, pb, t, true, dyb, d, false, nk, hd, nq, true);
+                // dP_b = dY_b V[..nk]^T, then dS = P (dP - rowsum(P dP)) * scale
+                mm(dp, t, dyb, d, false, v, hd, true, nq, nk, hd, false);
+                for i in i0..i1 {
+                    let pr = &pb[(i - i0) * t..(i - i0) * t + i + 1];
+                    let dr = &mut dp[(i - i0) * t..(i - i0) * t + nk];
+                    let s = dot(pr, &dr[..i + 1]);
+                    for j in 0..=i {
+                        dr[j] = pr[j] * (dr[j] - s) * scale;
+                    }
+                    dr[i + 1..].fill(0.0);
+                }
+                // dQ_b = dS K[..nk], dK[..nk] += dS^T Q_b
+                mm(
+                    &mut dq[base + i0 * hd..],
+                    hd,
+                    dp,
+                    t,
+                    false,
+                    k,
+                    hd,
+                    false,
+                    nq,
+                    hd,
+                    nk,
+                    false,
+                );
+                mm(dkh, hd, dp, t, true, &q[i0 * hd..], hd, false, nk, hd, nq, true);
+            }
+        }
+    }
+}
+
+/// Last-block attention for the loss rows only: queries `l.q` (nl, d), probabilities
+/// `l.att` (nl, h, t), outputs `l.y` (nl, d).
+#[inline(never)]
+fn attn_rows_fwd(l: &mut LayerAct, rows: &[usize], t: usize, dims: &Dims, scale: f32) {
+    let (d, h, hd) = (dims.d, dims.h, dims.hd);
+    for (i, &row) in rows.iter().enumerate() {
+        let (bi, p) = (row / t, row % t);
+        for hi in 0..h {
+            let base = ((bi * h + hi) * t) * hd;
+            let qv = &l.q[i * d + hi * hd..i * d + (hi + 1) * hd];
+            let arow = &mut l.att[(i * h + hi) * t..(i * h + hi + 1) * t];
+            for j in 0..=p {
+                arow[j] = dot(qv, &l.k[base + j * hd..base + (j + 1) * hd]);
+            }
+            softmax_causal(arow, p + 1, scale);
+            let y = &mut l.y[i * d + hi * hd..i * d + (hi + 1) * hd];
+            y.fill(0.0);
+            for j in 0..=p {
+                axpy(y, arow[j], &l.v[base + j * hd..base + (j + 1) * hd]);
+            }
+        }
+    }
+}
+
+/// Backward of [`attn_rows_fwd`]: `dy` (nl, d) -> `dq` (nl, d), `dk`, `dv` (head layout, all
+/// rows).
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn attn_rows_bwd(
+    l: &LayerAct,
+    dy: &[f32],
+    dq: &mut [f32],
+    dk: &mut [f32],
+    dv: &mut [f32],
+    dp: &mut [f32],
+    rows: &[usize],
+    t: usize,
+    dims: &Dims,
+    scale: f32,
+) {
+    let (d, h, hd) = (dims.d, dims.h, dims.hd);
+    let nl = rows.len();
+    dq[..nl * d].fill(0.0);
+    dk.fill(0.0);
+    dv.fill(0.0);
+    for (i, &row) in rows.iter().enumerate() {
+        let (bi, p) = (row / t, row % t);
+        for hi in 0..h {
+            let base = ((bi * h + hi) * t) * hd;
+            let arow = &l.att[(i * h + hi) * t..(i * h + hi + 1) * t];
+            let dyv = &dy[i * d + hi * hd..i * d + (hi + 1) * hd];
+            let qv = &l.q[i * d + hi * hd..i * d + (hi + 1) * hd];
+            let dpr = &mut dp[..p + 1];
+            for j in 0..=p {
+                dpr[j] = dot(dyv, &l.v[base + j * hd..base + (j + 1) * hd]);
+                axpy(&mut dv[base + j * hd..base + (j + 1) * hd], arow[j], dyv);
+            }
+            let s = dot(&arow[..=p], dpr);
+            let dqv = &mut dq[i * d + hi * hd..i * d + (hi + 1) * hd];
+            for j in 0..=p {
+                let ds = arow[j] * (dpr[j] - s) * scale;
+                axpy(dqv, ds, &l.k[base + j * hd..base + (j + 1) * hd]);
+                axpy(&mut dk[base + j * hd..base + (j + 1) * hd], ds, qv);
+            }
+        }
     }
 }
 
