@@ -22,6 +22,10 @@
 //! diagonal, and, in the last block, everything but keys and values at positions that carry no
 //! loss.
 
+// Kernels index several slices with one loop variable on purpose (it keeps them readable and
+// vectorisable).
+#![allow(clippy::needless_range_loop)]
+
 use std::collections::HashMap;
 
 use candle_core::{Device, Tensor};
@@ -47,7 +51,7 @@ fn exp_fast(x: f32) -> f32 {
     p = p * r + 8.333_452e-3;
     p = p * r + 4.166_579_6e-2;
     p = p * r + 1.666_666_5e-1;
-    p = p * r + 5.000_000_1e-1;
+    p = p * r + 0.5;
     let e = p * r * r + r + 1.0;
     // 2^k from the integer-valued float k in [-126, 127] without a float->int conversion (Rust's
     // saturating `as` does not vectorise): adding 1.5 * 2^23 leaves k in the low mantissa bits
@@ -117,8 +121,16 @@ fn mm(
         }
         return;
     }
-    let a_need = if ta { (k - 1) * lda + m } else { (m - 1) * lda + k };
-    let b_need = if tb { (n - 1) * ldb + k } else { (k - 1) * ldb + n };
+    let a_need = if ta {
+        (k - 1) * lda + m
+    } else {
+        (m - 1) * lda + k
+    };
+    let b_need = if tb {
+        (n - 1) * ldb + k
+    } else {
+        (k - 1) * ldb + n
+    };
     assert!(a.len() >= a_need, "mm: lhs too short");
     assert!(b.len() >= b_need, "mm: rhs too short");
     assert!(c.len() >= (m - 1) * ldc + n, "mm: dst too short");
@@ -185,7 +197,8 @@ fn ln_fwd(x: &[f32], w: &[f32], b: &[f32], out: &mut [f32], stats: &mut [f32], d
                 acc[i] += (ch[i] - mean) * (ch[i] - mean);
             }
         }
-        let var = (acc.iter().sum::<f32>() + xt.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>())
+        let var = (acc.iter().sum::<f32>()
+            + xt.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>())
             / d as f32;
         let rstd = 1.0 / (var + eps).sqrt();
         for i in 0..d {
@@ -380,7 +393,10 @@ impl Shard {
             fit(&mut l.q, if last { nl * d } else { r * d });
             fit(&mut l.k, r * d);
             fit(&mut l.v, r * d);
-            fit(&mut l.att, if last { nl * h * t } else { self.b * h * t * t });
+            fit(
+                &mut l.att,
+                if last { nl * h * t } else { self.b * h * t * t },
+            );
             fit(&mut l.y, rr * d);
             fit(&mut l.x_mid, rr * d);
             fit(&mut l.ln2, rr * d);
@@ -532,14 +548,19 @@ impl Shard {
                     l.v[dst..dst + hd]
                         .copy_from_slice(&src[2 * d + hi * hd..2 * d + (hi + 1) * hd]);
                     if rope {
-                        let (c, s) = (&cx.cos[p * half..(p + 1) * half], &cx.sin[p * half..(p + 1) * half]);
+                        let (c, s) = (
+                            &cx.cos[p * half..(p + 1) * half],
+                            &cx.sin[p * half..(p + 1) * half],
+                        );
                         rope_apply(&mut l.k[dst..dst + hd], c, s);
                     }
                     if !last {
                         l.q[dst..dst + hd].copy_from_slice(&src[hi * hd..(hi + 1) * hd]);
                         if rope {
-                            let (c, s) =
-                                (&cx.cos[p * half..(p + 1) * half], &cx.sin[p * half..(p + 1) * half]);
+                            let (c, s) = (
+                                &cx.cos[p * half..(p + 1) * half],
+                                &cx.sin[p * half..(p + 1) * half],
+                            );
                             rope_apply(&mut l.q[dst..dst + hd], c, s);
                         }
                     }
@@ -646,7 +667,18 @@ impl Shard {
         );
         let tok = cx.w(offs.tok, vocab * d);
         mm(
-            &mut self.logits, vocab, &self.lnf, d, false, tok, d, true, nl, vocab, d, false,
+            &mut self.logits,
+            vocab,
+            &self.lnf,
+            d,
+            false,
+            tok,
+            d,
+            true,
+            nl,
+            vocab,
+            d,
+            false,
         );
         self.dlog.fill(0.0);
         let mut loss = 0f64;
@@ -691,7 +723,18 @@ impl Shard {
             true,
         );
         mm(
-            &mut self.dhf, d, &self.dlog, vocab, false, tok, d, false, nl, d, vocab, false,
+            &mut self.dhf,
+            d,
+            &self.dlog,
+            vocab,
+            false,
+            tok,
+            d,
+            false,
+            nl,
+            d,
+            vocab,
+            false,
         );
         self.dxc.fill(0.0);
         {
@@ -823,7 +866,18 @@ impl Shard {
             if !last {
                 attn_full_bwd(l, dy, dq, dk, dv, &mut self.dp, b, t, &cx.dims, scale);
             } else {
-                attn_rows_bwd(l, dy, dq, dk, dv, &mut self.dp, &self.last_rows, t, &cx.dims, scale);
+                attn_rows_bwd(
+                    l,
+                    dy,
+                    dq,
+                    dk,
+                    dv,
+                    &mut self.dp,
+                    &self.last_rows,
+                    t,
+                    &cx.dims,
+                    scale,
+                );
             }
             // back to (rows, 3d), RoPE transposed
             let dqkv = &mut self.dqkv;
@@ -836,8 +890,7 @@ impl Shard {
                 for hi in 0..h {
                     let src = ((bi * h + hi) * t + p) * hd;
                     dst[d + hi * hd..d + (hi + 1) * hd].copy_from_slice(&dk[src..src + hd]);
-                    dst[2 * d + hi * hd..2 * d + (hi + 1) * hd]
-                        .copy_from_slice(&dv[src..src + hd]);
+                    dst[2 * d + hi * hd..2 * d + (hi + 1) * hd].copy_from_slice(&dv[src..src + hd]);
                     if !last {
                         dst[hi * hd..(hi + 1) * hd].copy_from_slice(&dq[src..src + hd]);
                     }
@@ -919,14 +972,22 @@ impl Shard {
             let gt = g_mut(&mut grads, offs.tok, vocab * d);
             for (row, &id) in self.ids.iter().enumerate() {
                 let id = id as usize;
-                axpy(&mut gt[id * d..(id + 1) * d], 1.0, &self.dx[row * d..(row + 1) * d]);
+                axpy(
+                    &mut gt[id * d..(id + 1) * d],
+                    1.0,
+                    &self.dx[row * d..(row + 1) * d],
+                );
             }
         }
         if let Some(po) = offs.pos {
             let gp = g_mut(&mut grads, po, t * d);
             for row in 0..r {
                 let p = row % t;
-                axpy(&mut gp[p * d..(p + 1) * d], 1.0, &self.dx[row * d..(row + 1) * d]);
+                axpy(
+                    &mut gp[p * d..(p + 1) * d],
+                    1.0,
+                    &self.dx[row * d..(row + 1) * d],
+                );
             }
         }
         self.grads = grads;
@@ -954,7 +1015,20 @@ fn attn_full_fwd(l: &mut LayerAct, b: usize, t: usize, dims: &Dims, scale: f32) 
                 let i1 = (i0 + QBLOCK).min(t);
                 let (nq, nk) = (i1 - i0, i1);
                 let ab = &mut att[i0 * t..];
-                mm(ab, t, &q[i0 * hd..], hd, false, k, hd, true, nq, nk, hd, false);
+                mm(
+                    ab,
+                    t,
+                    &q[i0 * hd..],
+                    hd,
+                    false,
+                    k,
+                    hd,
+                    true,
+                    nq,
+                    nk,
+                    hd,
+                    false,
+                );
                 for i in i0..i1 {
                     softmax_causal(&mut ab[(i - i0) * t..(i - i0 + 1) * t], i + 1, scale);
                 }
@@ -1040,7 +1114,20 @@ fn attn_full_bwd(
                     nk,
                     false,
                 );
-                mm(dkh, hd, dp, t, true, &q[i0 * hd..], hd, false, nk, hd, nq, true);
+                mm(
+                    dkh,
+                    hd,
+                    dp,
+                    t,
+                    true,
+                    &q[i0 * hd..],
+                    hd,
+                    false,
+                    nk,
+                    hd,
+                    nq,
+                    true,
+                );
             }
         }
     }
@@ -1184,7 +1271,10 @@ fn softmax_causal(row: &mut [f32], n: usize, scale: f32) {
 
 /// Two disjoint `len`-long mutable windows of `g`.
 fn two_mut(g: &mut [f32], a: usize, b: usize, len: usize) -> (&mut [f32], &mut [f32]) {
-    assert!(a + len <= b || b + len <= a, "overlapping parameter windows");
+    assert!(
+        a + len <= b || b + len <= a,
+        "overlapping parameter windows"
+    );
     if a < b {
         let (lo, hi) = g.split_at_mut(b);
         (&mut lo[a..a + len], &mut hi[..len])
@@ -1511,7 +1601,11 @@ impl FastTrainer {
             for (key, buf) in [("m", &self.m), ("v", &self.v)] {
                 out.insert(
                     format!("{key}.{}", s.name),
-                    Tensor::from_slice(&buf[s.off..s.off + s.len], s.shape.as_slice(), &Device::Cpu)?,
+                    Tensor::from_slice(
+                        &buf[s.off..s.off + s.len],
+                        s.shape.as_slice(),
+                        &Device::Cpu,
+                    )?,
                 );
             }
         }
@@ -1520,7 +1614,11 @@ impl FastTrainer {
 
     /// Restore moments written by [`Self::opt_state_tensors`] (or the reference optimizer) and
     /// the step count.
-    pub fn load_opt_state(&mut self, tensors: &HashMap<String, Tensor>, step_t: usize) -> Result<()> {
+    pub fn load_opt_state(
+        &mut self,
+        tensors: &HashMap<String, Tensor>,
+        step_t: usize,
+    ) -> Result<()> {
         for s in &self.slots {
             for (key, buf) in [("m", &mut self.m), ("v", &mut self.v)] {
                 let name = format!("{key}.{}", s.name);
@@ -1534,7 +1632,10 @@ impl FastTrainer {
                         s.shape
                     )));
                 }
-                let data = t.to_dtype(candle_core::DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+                let data = t
+                    .to_dtype(candle_core::DType::F32)?
+                    .flatten_all()?
+                    .to_vec1::<f32>()?;
                 buf[s.off..s.off + s.len].copy_from_slice(&data);
             }
         }

@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::codec::Codec;
 use crate::error::{LmError, Result};
-use crate::io;
 use crate::fast::{FastBatch, FastTrainer};
+use crate::io;
 use crate::optim::{clip_grad_norm, AdamW, AdamWParams};
 use crate::tiny_gpt::{TinyGpt, TinyGptConfig};
 
