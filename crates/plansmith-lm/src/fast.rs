@@ -343,6 +343,8 @@ struct Shard {
     sel: Vec<(usize, u32)>,
     /// Last-block rows: the loss rows, sorted and deduplicated.
     last_rows: Vec<usize>,
+    /// `last_rows` as runs of consecutive positions (see [`row_runs`]).
+    runs: Vec<(usize, usize, usize, usize)>,
     layers: Vec<LayerAct>,
     /// Residual stream entering the final LayerNorm (loss rows only, compacted).
     x_fin: Vec<f32>,
@@ -589,7 +591,7 @@ impl Shard {
             if !last {
                 attn_full_fwd(l, b, t, &cx.dims, scale);
             } else {
-                attn_rows_fwd(l, &self.last_rows, t, &cx.dims, scale);
+                attn_rows_fwd(l, &self.runs, t, &cx.dims, scale);
             }
             let rr = if last { nl } else { r };
             // x_mid = x_in + y Wp^T + bp (compacted to loss rows in the last block)
@@ -873,7 +875,7 @@ impl Shard {
                     dk,
                     dv,
                     &mut self.dp,
-                    &self.last_rows,
+                    &self.runs,
                     t,
                     &cx.dims,
                     scale,
@@ -1133,26 +1135,67 @@ fn attn_full_bwd(
     }
 }
 
-/// Last-block attention for the loss rows only: queries `l.q` (nl, d), probabilities
-/// `l.att` (nl, h, t), outputs `l.y` (nl, d).
-#[inline(never)]
-fn attn_rows_fwd(l: &mut LayerAct, rows: &[usize], t: usize, dims: &Dims, scale: f32) {
-    let (d, h, hd) = (dims.d, dims.h, dims.hd);
+/// Runs of consecutive positions of one sequence in the sorted loss rows:
+/// `(first compacted index, sequence, first position, length)`.
+fn row_runs(rows: &[usize], t: usize, out: &mut Vec<(usize, usize, usize, usize)>) {
+    out.clear();
     for (i, &row) in rows.iter().enumerate() {
         let (bi, p) = (row / t, row % t);
+        match out.last_mut() {
+            Some((_, rb, p0, n)) if *rb == bi && *p0 + *n == p => *n += 1,
+            _ => out.push((i, bi, p, 1)),
+        }
+    }
+}
+
+/// Last-block attention for the loss rows only: queries `l.q` (nl, d), probabilities
+/// `l.att` (nl, h, t), outputs `l.y` (nl, d). Each run of consecutive loss positions (a
+/// completion) is one pair of matrix products per head.
+#[inline(never)]
+fn attn_rows_fwd(
+    l: &mut LayerAct,
+    runs: &[(usize, usize, usize, usize)],
+    t: usize,
+    dims: &Dims,
+    scale: f32,
+) {
+    let (d, h, hd) = (dims.d, dims.h, dims.hd);
+    for &(i0, bi, p0, nq) in runs {
+        let nk = p0 + nq;
         for hi in 0..h {
             let base = ((bi * h + hi) * t) * hd;
-            let qv = &l.q[i * d + hi * hd..i * d + (hi + 1) * hd];
-            let arow = &mut l.att[(i * h + hi) * t..(i * h + hi + 1) * t];
-            for j in 0..=p {
-                arow[j] = dot(qv, &l.k[base + j * hd..base + (j + 1) * hd]);
+            let ab = &mut l.att[(i0 * h + hi) * t..];
+            mm(
+                ab,
+                h * t,
+                &l.q[i0 * d + hi * hd..],
+                d,
+                false,
+                &l.k[base..base + nk * hd],
+                hd,
+                true,
+                nq,
+                nk,
+                hd,
+                false,
+            );
+            for r in 0..nq {
+                softmax_causal(&mut ab[r * h * t..r * h * t + t], p0 + r + 1, scale);
             }
-            softmax_causal(arow, p + 1, scale);
-            let y = &mut l.y[i * d + hi * hd..i * d + (hi + 1) * hd];
-            y.fill(0.0);
-            for j in 0..=p {
-                axpy(y, arow[j], &l.v[base + j * hd..base + (j + 1) * hd]);
-            }
+            mm(
+                &mut l.y[i0 * d + hi * hd..],
+                d,
+                ab,
+                h * t,
+                false,
+                &l.v[base..base + nk * hd],
+                hd,
+                false,
+                nq,
+                hd,
+                nk,
+                false,
+            );
         }
     }
 }
@@ -1168,35 +1211,76 @@ fn attn_rows_bwd(
     dk: &mut [f32],
     dv: &mut [f32],
     dp: &mut [f32],
-    rows: &[usize],
+    runs: &[(usize, usize, usize, usize)],
     t: usize,
     dims: &Dims,
     scale: f32,
 ) {
     let (d, h, hd) = (dims.d, dims.h, dims.hd);
-    let nl = rows.len();
-    dq[..nl * d].fill(0.0);
     dk.fill(0.0);
     dv.fill(0.0);
-    for (i, &row) in rows.iter().enumerate() {
-        let (bi, p) = (row / t, row % t);
+    for &(i0, bi, p0, nq) in runs {
+        let nk = p0 + nq;
         for hi in 0..h {
             let base = ((bi * h + hi) * t) * hd;
-            let arow = &l.att[(i * h + hi) * t..(i * h + hi + 1) * t];
-            let dyv = &dy[i * d + hi * hd..i * d + (hi + 1) * hd];
-            let qv = &l.q[i * d + hi * hd..i * d + (hi + 1) * hd];
-            let dpr = &mut dp[..p + 1];
-            for j in 0..=p {
-                dpr[j] = dot(dyv, &l.v[base + j * hd..base + (j + 1) * hd]);
-                axpy(&mut dv[base + j * hd..base + (j + 1) * hd], arow[j], dyv);
+            let ab = &l.att[(i0 * h + hi) * t..];
+            let dyb = &dy[i0 * d + hi * hd..];
+            let (k, v) = (&l.k[base..base + nk * hd], &l.v[base..base + nk * hd]);
+            // dV[..nk] += P^T dY ; dP = dY V^T
+            mm(
+                &mut dv[base..],
+                hd,
+                ab,
+                h * t,
+                true,
+                dyb,
+                d,
+                false,
+                nk,
+                hd,
+                nq,
+                true,
+            );
+            mm(dp, t, dyb, d, false, v, hd, true, nq, nk, hd, false);
+            for r in 0..nq {
+                let n = p0 + r + 1;
+                let pr = &ab[r * h * t..r * h * t + n];
+                let dr = &mut dp[r * t..r * t + nk];
+                let s = dot(pr, &dr[..n]);
+                for j in 0..n {
+                    dr[j] = pr[j] * (dr[j] - s) * scale;
+                }
+                dr[n..].fill(0.0);
             }
-            let s = dot(&arow[..=p], dpr);
-            let dqv = &mut dq[i * d + hi * hd..i * d + (hi + 1) * hd];
-            for j in 0..=p {
-                let ds = arow[j] * (dpr[j] - s) * scale;
-                axpy(dqv, ds, &l.k[base + j * hd..base + (j + 1) * hd]);
-                axpy(&mut dk[base + j * hd..base + (j + 1) * hd], ds, qv);
-            }
+            // dQ = dS K ; dK[..nk] += dS^T Q
+            mm(
+                &mut dq[i0 * d + hi * hd..],
+                d,
+                dp,
+                t,
+                false,
+                k,
+                hd,
+                false,
+                nq,
+                hd,
+                nk,
+                false,
+            );
+            mm(
+                &mut dk[base..],
+                hd,
+                dp,
+                t,
+                true,
+                &l.q[i0 * d + hi * hd..],
+                d,
+                false,
+                nk,
+                hd,
+                nq,
+                true,
+            );
         }
     }
 }
@@ -1519,6 +1603,7 @@ impl FastTrainer {
             sh.last_rows.extend(sh.sel.iter().map(|&(r, _)| r));
             sh.last_rows.sort_unstable();
             sh.last_rows.dedup();
+            row_runs(&sh.last_rows, t, &mut sh.runs);
             sh.prepare(&self.dims, nparams);
         }
         let cx = Ctx {
