@@ -10,6 +10,9 @@ Uses mixle's own `LM` module when the `mixle` package is importable, else an equ
 Decode is measured the way mixle's `LM.generate` runs: no KV cache, the whole window recomputed per token.
 
     python bench/pytorch_tiny_gpt.py [--batch 32] [--steps 10] [--threads 2]
+
+On a machine shared with other work, OpenMP's default spin-waiting makes 2 threads far slower than 1;
+`OMP_WAIT_POLICY=PASSIVE` avoids that (the value is echoed in the output).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import time
 
 
@@ -155,6 +159,7 @@ def main() -> None:
                 "impl": impl,
                 "torch": torch.__version__,
                 "threads": args.threads,
+                "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
                 "params": sum(p.numel() for p in module.parameters()),
                 "train": {
                     "batch_size": args.batch,

@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::decode::Session;
 use crate::error::{LmError, Result};
+use crate::fast::FastTrainer;
 use crate::optim::{clip_grad_norm, AdamW, AdamWParams};
 use crate::tiny_gpt::{TinyGpt, TinyGptConfig};
-use crate::fast::FastTrainer;
 use crate::train::{fast_batch, loss_and_grads, TrainEngine};
 
 /// Training-throughput benchmark settings.

@@ -22,6 +22,10 @@
 //! diagonal, and, in the last block, everything but keys and values at positions that carry no
 //! loss.
 
+// Kernels index several slices with one loop variable on purpose (it keeps them readable and
+// vectorisable).
+#![allow(clippy::needless_range_loop)]
+
 use std::collections::HashMap;
 
 use candle_core::{Device, Tensor};
@@ -47,7 +51,7 @@ fn exp_fast(x: f32) -> f32 {
     p = p * r + 8.333_452e-3;
     p = p * r + 4.166_579_6e-2;
     p = p * r + 1.666_666_5e-1;
-    p = p * r + 5.000_000_1e-1;
+    p = p * r + 0.5;
     let e = p * r * r + r + 1.0;
     // 2^k from the integer-valued float k in [-126, 127] without a float->int conversion (Rust's
     // saturating `as` does not vectorise): adding 1.5 * 2^23 leaves k in the low mantissa bits
@@ -117,8 +121,16 @@ fn mm(
         }
         return;
     }
-    let a_need = if ta { (k - 1) * lda + m } else { (m - 1) * lda + k };
-    let b_need = if tb { (n - 1) * ldb + k } else { (k - 1) * ldb + n };
+    let a_need = if ta {
+        (k - 1) * lda + m
+    } else {
+        (m - 1) * lda + k
+    };
+    let b_need = if tb {
+        (n - 1) * ldb + k
+    } else {
+        (k - 1) * ldb + n
+    };
     assert!(a.len() >= a_need, "mm: lhs too short");
     assert!(b.len() >= b_need, "mm: rhs too short");
     assert!(c.len() >= (m - 1) * ldc + n, "mm: dst too short");
@@ -185,7 +197,8 @@ fn ln_fwd(x: &[f32], w: &[f32], b: &[f32], out: &mut [f32], stats: &mut [f32], d
                 acc[i] += (ch[i] - mean) * (ch[i] - mean);
             }
         }
-        let var = (acc.iter().sum::<f32>() + xt.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>())
+        let var = (acc.iter().sum::<f32>()
+            + xt.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>())
             / d as f32;
         let rstd = 1.0 / (var + eps).sqrt();
         for i in 0..d {
@@ -330,6 +343,8 @@ struct Shard {
     sel: Vec<(usize, u32)>,
     /// Last-block rows: the loss rows, sorted and deduplicated.
     last_rows: Vec<usize>,
+    /// `last_rows` as runs of consecutive positions (see [`row_runs`]).
+    runs: Vec<(usize, usize, usize, usize)>,
     layers: Vec<LayerAct>,
     /// Residual stream entering the final LayerNorm (loss rows only, compacted).
     x_fin: Vec<f32>,
@@ -380,7 +395,10 @@ impl Shard {
             fit(&mut l.q, if last { nl * d } else { r * d });
             fit(&mut l.k, r * d);
             fit(&mut l.v, r * d);
-            fit(&mut l.att, if last { nl * h * t } else { self.b * h * t * t });
+            fit(
+                &mut l.att,
+                if last { nl * h * t } else { self.b * h * t * t },
+            );
             fit(&mut l.y, rr * d);
             fit(&mut l.x_mid, rr * d);
             fit(&mut l.ln2, rr * d);
@@ -532,14 +550,19 @@ impl Shard {
                     l.v[dst..dst + hd]
                         .copy_from_slice(&src[2 * d + hi * hd..2 * d + (hi + 1) * hd]);
                     if rope {
-                        let (c, s) = (&cx.cos[p * half..(p + 1) * half], &cx.sin[p * half..(p + 1) * half]);
+                        let (c, s) = (
+                            &cx.cos[p * half..(p + 1) * half],
+                            &cx.sin[p * half..(p + 1) * half],
+                        );
                         rope_apply(&mut l.k[dst..dst + hd], c, s);
                     }
                     if !last {
                         l.q[dst..dst + hd].copy_from_slice(&src[hi * hd..(hi + 1) * hd]);
                         if rope {
-                            let (c, s) =
-                                (&cx.cos[p * half..(p + 1) * half], &cx.sin[p * half..(p + 1) * half]);
+                            let (c, s) = (
+                                &cx.cos[p * half..(p + 1) * half],
+                                &cx.sin[p * half..(p + 1) * half],
+                            );
                             rope_apply(&mut l.q[dst..dst + hd], c, s);
                         }
                     }
@@ -566,58 +589,9 @@ impl Shard {
 
             // attention
             if !last {
-                for bi in 0..b {
-                    for hi in 0..h {
-                        let base = ((bi * h + hi) * t) * hd;
-                        let q = &l.q[base..base + t * hd];
-                        let k = &l.k[base..base + t * hd];
-                        let v = &l.v[base..base + t * hd];
-                        let pa = (bi * h + hi) * t * t;
-                        let att = &mut l.att[pa..pa + t * t];
-                        mm(att, t, q, hd, false, k, hd, true, t, t, hd, false);
-                        for i in 0..t {
-                            softmax_causal(&mut att[i * t..(i + 1) * t], i + 1, scale);
-                        }
-                        mm(
-                            &mut l.y[bi * t * d + hi * hd..],
-                            d,
-                            att,
-                            t,
-                            false,
-                            v,
-                            hd,
-                            false,
-                            t,
-                            hd,
-                            t,
-                            false,
-                        );
-                    }
-                }
+                attn_full_fwd(l, b, t, &cx.dims, scale);
             } else {
-                // one query row per loss position: att (nl, h, t)
-                for (i, &row) in self.last_rows.iter().enumerate() {
-                    let (bi, p) = (row / t, row % t);
-                    for hi in 0..h {
-                        let base = ((bi * h + hi) * t) * hd;
-                        let qv = &l.q[i * d + hi * hd..i * d + (hi + 1) * hd];
-                        let arow = &mut l.att[(i * h + hi) * t..(i * h + hi + 1) * t];
-                        for j in 0..=p {
-                            let kv = &l.k[base + j * hd..base + (j + 1) * hd];
-                            arow[j] = dot(qv, kv);
-                        }
-                        softmax_causal(arow, p + 1, scale);
-                        let y = &mut l.y[i * d + hi * hd..i * d + (hi + 1) * hd];
-                        y.fill(0.0);
-                        for j in 0..=p {
-                            let a = arow[j];
-                            let vv = &l.v[base + j * hd..base + (j + 1) * hd];
-                            for (o, &x) in y.iter_mut().zip(vv) {
-                                *o += a * x;
-                            }
-                        }
-                    }
-                }
+                attn_rows_fwd(l, &self.runs, t, &cx.dims, scale);
             }
             let rr = if last { nl } else { r };
             // x_mid = x_in + y Wp^T + bp (compacted to loss rows in the last block)
@@ -695,7 +669,18 @@ impl Shard {
         );
         let tok = cx.w(offs.tok, vocab * d);
         mm(
-            &mut self.logits, vocab, &self.lnf, d, false, tok, d, true, nl, vocab, d, false,
+            &mut self.logits,
+            vocab,
+            &self.lnf,
+            d,
+            false,
+            tok,
+            d,
+            true,
+            nl,
+            vocab,
+            d,
+            false,
         );
         self.dlog.fill(0.0);
         let mut loss = 0f64;
@@ -740,7 +725,18 @@ impl Shard {
             true,
         );
         mm(
-            &mut self.dhf, d, &self.dlog, vocab, false, tok, d, false, nl, d, vocab, false,
+            &mut self.dhf,
+            d,
+            &self.dlog,
+            vocab,
+            false,
+            tok,
+            d,
+            false,
+            nl,
+            d,
+            vocab,
+            false,
         );
         self.dxc.fill(0.0);
         {
@@ -870,109 +866,20 @@ impl Shard {
             // attention core -> dq (head layout; (nl, d) in the last block), dk, dv
             let (dq, dk, dv) = (&mut self.dq, &mut self.dk, &mut self.dv);
             if !last {
-                for bi in 0..b {
-                    for hi in 0..h {
-                        let base = ((bi * h + hi) * t) * hd;
-                        let pa = (bi * h + hi) * t * t;
-                        let att = &l.att[pa..pa + t * t];
-                        let dyh = &dy[bi * t * d + hi * hd..];
-                        // dV = P^T dY
-                        mm(
-                            &mut dv[base..base + t * hd],
-                            hd,
-                            att,
-                            t,
-                            true,
-                            dyh,
-                            d,
-                            false,
-                            t,
-                            hd,
-                            t,
-                            false,
-                        );
-                        // dP = dY V^T, then dS = P (dP - rowsum(P dP)) * scale
-                        let dp = &mut self.dp;
-                        mm(
-                            dp,
-                            t,
-                            dyh,
-                            d,
-                            false,
-                            &l.v[base..base + t * hd],
-                            hd,
-                            true,
-                            t,
-                            t,
-                            hd,
-                            false,
-                        );
-                        for i in 0..t {
-                            let pr = &att[i * t..i * t + i + 1];
-                            let dr = &mut dp[i * t..(i + 1) * t];
-                            let s = dot(pr, &dr[..i + 1]);
-                            for j in 0..=i {
-                                dr[j] = pr[j] * (dr[j] - s) * scale;
-                            }
-                            dr[i + 1..].fill(0.0);
-                        }
-                        // dQ = dS K, dK = dS^T Q
-                        mm(
-                            &mut dq[base..base + t * hd],
-                            hd,
-                            dp,
-                            t,
-                            false,
-                            &l.k[base..base + t * hd],
-                            hd,
-                            false,
-                            t,
-                            hd,
-                            t,
-                            false,
-                        );
-                        mm(
-                            &mut dk[base..base + t * hd],
-                            hd,
-                            dp,
-                            t,
-                            true,
-                            &l.q[base..base + t * hd],
-                            hd,
-                            false,
-                            t,
-                            hd,
-                            t,
-                            false,
-                        );
-                    }
-                }
+                attn_full_bwd(l, dy, dq, dk, dv, &mut self.dp, b, t, &cx.dims, scale);
             } else {
-                dq[..nl * d].fill(0.0);
-                dk.fill(0.0);
-                dv.fill(0.0);
-                for (i, &row) in self.last_rows.iter().enumerate() {
-                    let (bi, p) = (row / t, row % t);
-                    for hi in 0..h {
-                        let base = ((bi * h + hi) * t) * hd;
-                        let arow = &l.att[(i * h + hi) * t..(i * h + hi + 1) * t];
-                        let dyv = &dy[i * d + hi * hd..i * d + (hi + 1) * hd];
-                        let qv = &l.q[i * d + hi * hd..i * d + (hi + 1) * hd];
-                        let dpr = &mut self.dp[..p + 1];
-                        for j in 0..=p {
-                            let vv = &l.v[base + j * hd..base + (j + 1) * hd];
-                            dpr[j] = dot(dyv, vv);
-                            axpy(&mut dv[base + j * hd..base + (j + 1) * hd], arow[j], dyv);
-                        }
-                        let s = dot(&arow[..=p], dpr);
-                        let dqv = &mut dq[i * d + hi * hd..i * d + (hi + 1) * hd];
-                        for j in 0..=p {
-                            let ds = arow[j] * (dpr[j] - s) * scale;
-                            axpy(dqv, ds, &l.k[base + j * hd..base + (j + 1) * hd]);
-                            axpy(&mut dk[base + j * hd..base + (j + 1) * hd], ds, qv);
-                        }
-                    }
-                }
+                attn_rows_bwd(
+                    l,
+                    dy,
+                    dq,
+                    dk,
+                    dv,
+                    &mut self.dp,
+                    &self.runs,
+                    t,
+                    &cx.dims,
+                    scale,
+                );
             }
             // back to (rows, 3d), RoPE transposed
             let dqkv = &mut self.dqkv;
@@ -985,8 +892,7 @@ impl Shard {
                 for hi in 0..h {
                     let src = ((bi * h + hi) * t + p) * hd;
                     dst[d + hi * hd..d + (hi + 1) * hd].copy_from_slice(&dk[src..src + hd]);
-                    dst[2 * d + hi * hd..2 * d + (hi + 1) * hd]
-                        .copy_from_slice(&dv[src..src + hd]);
+                    dst[2 * d + hi * hd..2 * d + (hi + 1) * hd].copy_from_slice(&dv[src..src + hd]);
                     if !last {
                         dst[hi * hd..(hi + 1) * hd].copy_from_slice(&dq[src..src + hd]);
                     }
@@ -1068,17 +974,314 @@ impl Shard {
             let gt = g_mut(&mut grads, offs.tok, vocab * d);
             for (row, &id) in self.ids.iter().enumerate() {
                 let id = id as usize;
-                axpy(&mut gt[id * d..(id + 1) * d], 1.0, &self.dx[row * d..(row + 1) * d]);
+                axpy(
+                    &mut gt[id * d..(id + 1) * d],
+                    1.0,
+                    &self.dx[row * d..(row + 1) * d],
+                );
             }
         }
         if let Some(po) = offs.pos {
             let gp = g_mut(&mut grads, po, t * d);
             for row in 0..r {
                 let p = row % t;
-                axpy(&mut gp[p * d..(p + 1) * d], 1.0, &self.dx[row * d..(row + 1) * d]);
+                axpy(
+                    &mut gp[p * d..(p + 1) * d],
+                    1.0,
+                    &self.dx[row * d..(row + 1) * d],
+                );
             }
         }
         self.grads = grads;
+    }
+}
+
+/// Query rows per block of the causal attention products: a block only meets the keys up to
+/// its last row, which skips most of the masked upper triangle.
+const QBLOCK: usize = 32;
+
+/// Causal self-attention of all rows of a full block: probabilities into `l.att`, outputs
+/// (heads side by side) into `l.y`.
+#[inline(never)]
+fn attn_full_fwd(l: &mut LayerAct, b: usize, t: usize, dims: &Dims, scale: f32) {
+    let (d, h, hd) = (dims.d, dims.h, dims.hd);
+    for bi in 0..b {
+        for hi in 0..h {
+            let base = ((bi * h + hi) * t) * hd;
+            let q = &l.q[base..base + t * hd];
+            let k = &l.k[base..base + t * hd];
+            let v = &l.v[base..base + t * hd];
+            let pa = (bi * h + hi) * t * t;
+            let att = &mut l.att[pa..pa + t * t];
+            for i0 in (0..t).step_by(QBLOCK) {
+                let i1 = (i0 + QBLOCK).min(t);
+                let (nq, nk) = (i1 - i0, i1);
+                let ab = &mut att[i0 * t..];
+                mm(
+                    ab,
+                    t,
+                    &q[i0 * hd..],
+                    hd,
+                    false,
+                    k,
+                    hd,
+                    true,
+                    nq,
+                    nk,
+                    hd,
+                    false,
+                );
+                for i in i0..i1 {
+                    softmax_causal(&mut ab[(i - i0) * t..(i - i0 + 1) * t], i + 1, scale);
+                }
+                mm(
+                    &mut l.y[(bi * t + i0) * d + hi * hd..],
+                    d,
+                    ab,
+                    t,
+                    false,
+                    v,
+                    hd,
+                    false,
+                    nq,
+                    hd,
+                    nk,
+                    false,
+                );
+            }
+        }
+    }
+}
+
+/// Backward of [`attn_full_fwd`]: `dy` (rows, d) -> `dq`, `dk`, `dv` in head layout.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn attn_full_bwd(
+    l: &LayerAct,
+    dy: &[f32],
+    dq: &mut [f32],
+    dk: &mut [f32],
+    dv: &mut [f32],
+    dp: &mut [f32],
+    b: usize,
+    t: usize,
+    dims: &Dims,
+    scale: f32,
+) {
+    let (d, h, hd) = (dims.d, dims.h, dims.hd);
+    for bi in 0..b {
+        for hi in 0..h {
+            let base = ((bi * h + hi) * t) * hd;
+            let pa = (bi * h + hi) * t * t;
+            let att = &l.att[pa..pa + t * t];
+            let (q, k, v) = (
+                &l.q[base..base + t * hd],
+                &l.k[base..base + t * hd],
+                &l.v[base..base + t * hd],
+            );
+            let dkh = &mut dk[base..base + t * hd];
+            let dvh = &mut dv[base..base + t * hd];
+            dkh.fill(0.0);
+            dvh.fill(0.0);
+            for i0 in (0..t).step_by(QBLOCK) {
+                let i1 = (i0 + QBLOCK).min(t);
+                let (nq, nk) = (i1 - i0, i1);
+                let dyb = &dy[(bi * t + i0) * d + hi * hd..];
+                let pb = &att[i0 * t..];
+                // dV[..nk] += P_b^T dY_b
+                mm(dvh, hd, pb, t, true, dyb, d, false, nk, hd, nq, true);
+                // dP_b = dY_b V[..nk]^T, then dS = P (dP - rowsum(P dP)) * scale
+                mm(dp, t, dyb, d, false, v, hd, true, nq, nk, hd, false);
+                for i in i0..i1 {
+                    let pr = &pb[(i - i0) * t..(i - i0) * t + i + 1];
+                    let dr = &mut dp[(i - i0) * t..(i - i0) * t + nk];
+                    let s = dot(pr, &dr[..i + 1]);
+                    for j in 0..=i {
+                        dr[j] = pr[j] * (dr[j] - s) * scale;
+                    }
+                    dr[i + 1..].fill(0.0);
+                }
+                // dQ_b = dS K[..nk], dK[..nk] += dS^T Q_b
+                mm(
+                    &mut dq[base + i0 * hd..],
+                    hd,
+                    dp,
+                    t,
+                    false,
+                    k,
+                    hd,
+                    false,
+                    nq,
+                    hd,
+                    nk,
+                    false,
+                );
+                mm(
+                    dkh,
+                    hd,
+                    dp,
+                    t,
+                    true,
+                    &q[i0 * hd..],
+                    hd,
+                    false,
+                    nk,
+                    hd,
+                    nq,
+                    true,
+                );
+            }
+        }
+    }
+}
+
+/// Runs of consecutive positions of one sequence in the sorted loss rows:
+/// `(first compacted index, sequence, first position, length)`.
+fn row_runs(rows: &[usize], t: usize, out: &mut Vec<(usize, usize, usize, usize)>) {
+    out.clear();
+    for (i, &row) in rows.iter().enumerate() {
+        let (bi, p) = (row / t, row % t);
+        match out.last_mut() {
+            Some((_, rb, p0, n)) if *rb == bi && *p0 + *n == p => *n += 1,
+            _ => out.push((i, bi, p, 1)),
+        }
+    }
+}
+
+/// Last-block attention for the loss rows only: queries `l.q` (nl, d), probabilities
+/// `l.att` (nl, h, t), outputs `l.y` (nl, d). Each run of consecutive loss positions (a
+/// completion) is one pair of matrix products per head.
+#[inline(never)]
+fn attn_rows_fwd(
+    l: &mut LayerAct,
+    runs: &[(usize, usize, usize, usize)],
+    t: usize,
+    dims: &Dims,
+    scale: f32,
+) {
+    let (d, h, hd) = (dims.d, dims.h, dims.hd);
+    for &(i0, bi, p0, nq) in runs {
+        let nk = p0 + nq;
+        for hi in 0..h {
+            let base = ((bi * h + hi) * t) * hd;
+            let ab = &mut l.att[(i0 * h + hi) * t..];
+            mm(
+                ab,
+                h * t,
+                &l.q[i0 * d + hi * hd..],
+                d,
+                false,
+                &l.k[base..base + nk * hd],
+                hd,
+                true,
+                nq,
+                nk,
+                hd,
+                false,
+            );
+            for r in 0..nq {
+                softmax_causal(&mut ab[r * h * t..r * h * t + t], p0 + r + 1, scale);
+            }
+            mm(
+                &mut l.y[i0 * d + hi * hd..],
+                d,
+                ab,
+                h * t,
+                false,
+                &l.v[base..base + nk * hd],
+                hd,
+                false,
+                nq,
+                hd,
+                nk,
+                false,
+            );
+        }
+    }
+}
+
+/// Backward of [`attn_rows_fwd`]: `dy` (nl, d) -> `dq` (nl, d), `dk`, `dv` (head layout, all
+/// rows).
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn attn_rows_bwd(
+    l: &LayerAct,
+    dy: &[f32],
+    dq: &mut [f32],
+    dk: &mut [f32],
+    dv: &mut [f32],
+    dp: &mut [f32],
+    runs: &[(usize, usize, usize, usize)],
+    t: usize,
+    dims: &Dims,
+    scale: f32,
+) {
+    let (d, h, hd) = (dims.d, dims.h, dims.hd);
+    dk.fill(0.0);
+    dv.fill(0.0);
+    for &(i0, bi, p0, nq) in runs {
+        let nk = p0 + nq;
+        for hi in 0..h {
+            let base = ((bi * h + hi) * t) * hd;
+            let ab = &l.att[(i0 * h + hi) * t..];
+            let dyb = &dy[i0 * d + hi * hd..];
+            let (k, v) = (&l.k[base..base + nk * hd], &l.v[base..base + nk * hd]);
+            // dV[..nk] += P^T dY ; dP = dY V^T
+            mm(
+                &mut dv[base..],
+                hd,
+                ab,
+                h * t,
+                true,
+                dyb,
+                d,
+                false,
+                nk,
+                hd,
+                nq,
+                true,
+            );
+            mm(dp, t, dyb, d, false, v, hd, true, nq, nk, hd, false);
+            for r in 0..nq {
+                let n = p0 + r + 1;
+                let pr = &ab[r * h * t..r * h * t + n];
+                let dr = &mut dp[r * t..r * t + nk];
+                let s = dot(pr, &dr[..n]);
+                for j in 0..n {
+                    dr[j] = pr[j] * (dr[j] - s) * scale;
+                }
+                dr[n..].fill(0.0);
+            }
+            // dQ = dS K ; dK[..nk] += dS^T Q
+            mm(
+                &mut dq[i0 * d + hi * hd..],
+                d,
+                dp,
+                t,
+                false,
+                k,
+                hd,
+                false,
+                nq,
+                hd,
+                nk,
+                false,
+            );
+            mm(
+                &mut dk[base..],
+                hd,
+                dp,
+                t,
+                true,
+                &l.q[i0 * d + hi * hd..],
+                d,
+                false,
+                nk,
+                hd,
+                nq,
+                true,
+            );
+        }
     }
 }
 
@@ -1152,7 +1355,10 @@ fn softmax_causal(row: &mut [f32], n: usize, scale: f32) {
 
 /// Two disjoint `len`-long mutable windows of `g`.
 fn two_mut(g: &mut [f32], a: usize, b: usize, len: usize) -> (&mut [f32], &mut [f32]) {
-    assert!(a + len <= b || b + len <= a, "overlapping parameter windows");
+    assert!(
+        a + len <= b || b + len <= a,
+        "overlapping parameter windows"
+    );
     if a < b {
         let (lo, hi) = g.split_at_mut(b);
         (&mut lo[a..a + len], &mut hi[..len])
@@ -1397,6 +1603,7 @@ impl FastTrainer {
             sh.last_rows.extend(sh.sel.iter().map(|&(r, _)| r));
             sh.last_rows.sort_unstable();
             sh.last_rows.dedup();
+            row_runs(&sh.last_rows, t, &mut sh.runs);
             sh.prepare(&self.dims, nparams);
         }
         let cx = Ctx {
@@ -1479,7 +1686,11 @@ impl FastTrainer {
             for (key, buf) in [("m", &self.m), ("v", &self.v)] {
                 out.insert(
                     format!("{key}.{}", s.name),
-                    Tensor::from_slice(&buf[s.off..s.off + s.len], s.shape.as_slice(), &Device::Cpu)?,
+                    Tensor::from_slice(
+                        &buf[s.off..s.off + s.len],
+                        s.shape.as_slice(),
+                        &Device::Cpu,
+                    )?,
                 );
             }
         }
@@ -1488,7 +1699,11 @@ impl FastTrainer {
 
     /// Restore moments written by [`Self::opt_state_tensors`] (or the reference optimizer) and
     /// the step count.
-    pub fn load_opt_state(&mut self, tensors: &HashMap<String, Tensor>, step_t: usize) -> Result<()> {
+    pub fn load_opt_state(
+        &mut self,
+        tensors: &HashMap<String, Tensor>,
+        step_t: usize,
+    ) -> Result<()> {
         for s in &self.slots {
             for (key, buf) in [("m", &mut self.m), ("v", &mut self.v)] {
                 let name = format!("{key}.{}", s.name);
@@ -1502,7 +1717,10 @@ impl FastTrainer {
                         s.shape
                     )));
                 }
-                let data = t.to_dtype(candle_core::DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+                let data = t
+                    .to_dtype(candle_core::DType::F32)?
+                    .flatten_all()?
+                    .to_vec1::<f32>()?;
                 buf[s.off..s.off + s.len].copy_from_slice(&data);
             }
         }

@@ -16,8 +16,10 @@
 //!   completion scoring.
 //! - **Training** ([`train`]): [`fit_pairs`] — prompt-masked next-token loss, AdamW with warm-up
 //!   and cosine decay, gradient clipping, seeded deterministic batching, indicatif progress,
-//!   atomic resumable checkpoints.
-//! - **Benchmarks** ([`bench`]): training throughput and cached vs. uncached decode latency.
+//!   atomic resumable checkpoints. On the CPU the step runs on the hand-written forward/backward
+//!   of [`fast`] ([`FastTrainer`], ~4.7x faster than candle autograd); candle autograd stays as
+//!   the reference ([`TrainEngine::Reference`]) the fast path is tested against.
+//! - **Benchmarks** ([`mod@bench`]): training throughput and cached vs. uncached decode latency.
 //!
 //! ## What it must not know
 //! Tools, catalogs, plan syntax, grammars and validation live in `plansmith-core` /

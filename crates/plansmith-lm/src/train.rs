@@ -7,6 +7,10 @@
 //! the block), sequences of similar length are bucketed together, AdamW with linear warm-up and
 //! cosine decay, global-norm gradient clipping, atomic resumable checkpoints.
 //!
+//! The step itself runs on [`FastTrainer`] (hand-written forward/backward on flat buffers) when
+//! it supports the model, else — or with [`TrainEngine::Reference`] — on candle autograd; both
+//! compute the same loss, gradients and AdamW update (`tests/fast_grad.rs`).
+//!
 //! Determinism: the initial weights come from the model seed, the batch order of epoch `e` from
 //! `(seed, e)` only, so the same seed gives the same run and a resumed run is identical to an
 //! uninterrupted one.
@@ -22,8 +26,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::codec::Codec;
 use crate::error::{LmError, Result};
-use crate::io;
 use crate::fast::{FastBatch, FastTrainer};
+use crate::io;
 use crate::optim::{clip_grad_norm, AdamW, AdamWParams};
 use crate::tiny_gpt::{TinyGpt, TinyGptConfig};
 

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use candle_core::Tensor;
 use plansmith_lm::train::{fast_batch, loss_and_grads};
 use plansmith_lm::{
-    fit_token_pairs, Device, FastTrainer, PosEncoding, Progress, TinyGpt, TrainConfig,
-    TrainEngine,
+    fit_token_pairs, Device, FastTrainer, PosEncoding, Progress, TinyGpt, TinyGptConfig,
+    TrainConfig, TrainEngine,
 };
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
@@ -29,7 +29,11 @@ fn ragged_pairs(vocab: u32) -> Vec<(Vec<u32>, Vec<u32>)> {
 
 /// A model with non-trivial LayerNorm gains/biases and biases (the initial ones are 1 and 0).
 fn perturbed_model(pos: PosEncoding, seed: u64) -> TinyGpt {
-    let m = TinyGpt::new(common::small_cfg(pos), seed, &Device::Cpu).unwrap();
+    perturbed(common::small_cfg(pos), seed)
+}
+
+fn perturbed(cfg: TinyGptConfig, seed: u64) -> TinyGpt {
+    let m = TinyGpt::new(cfg, seed, &Device::Cpu).unwrap();
     let mut rng = StdRng::seed_from_u64(seed + 100);
     // in `vars()` order: the perturbation must not depend on hash-map iteration order
     let t: HashMap<String, Tensor> = m
@@ -53,11 +57,18 @@ fn perturbed_model(pos: PosEncoding, seed: u64) -> TinyGpt {
 }
 
 fn norm(v: &[f32]) -> f64 {
-    v.iter().map(|&x| (x as f64) * (x as f64)).sum::<f64>().sqrt()
+    v.iter()
+        .map(|&x| (x as f64) * (x as f64))
+        .sum::<f64>()
+        .sqrt()
 }
 
 fn check_grads(pos: PosEncoding, shards: usize) {
-    let m = perturbed_model(pos, 5);
+    check_grads_of(perturbed_model(pos, 5), shards);
+}
+
+fn check_grads_of(m: TinyGpt, shards: usize) {
+    let pos = m.config().pos;
     let pairs = ragged_pairs(m.config().vocab as u32);
     let (ref_loss, ref_grads) = loss_and_grads(&m, &pairs).unwrap();
 
@@ -113,6 +124,23 @@ fn fast_gradients_match_autograd_sharded_rope() {
     check_grads(PosEncoding::Rope, 3);
 }
 
+#[test]
+fn fast_gradients_match_autograd_single_block_two_heads() {
+    // the only block is also the last one (loss rows only after keys/values)
+    for pos in [PosEncoding::Learned, PosEncoding::Rope] {
+        let cfg = TinyGptConfig {
+            vocab: 40,
+            d_model: 12,
+            n_layer: 1,
+            n_head: 2,
+            block: 40,
+            pos,
+            ..TinyGptConfig::default()
+        };
+        check_grads_of(perturbed(cfg, 8), 2);
+    }
+}
+
 fn one_step(engine: TrainEngine, pos: PosEncoding) -> (TinyGpt, f64) {
     let mut m = perturbed_model(pos, 9);
     let pairs = ragged_pairs(m.config().vocab as u32);
@@ -143,11 +171,17 @@ fn check_one_step(pos: PosEncoding) {
             n += 1;
             // Adam's first step is ~lr * sign(g): only a gradient indistinguishable from zero
             // can land elsewhere, and never further than 2 lr
-            assert!((x - y).abs() <= 2.0e-3 + 1e-6, "{pos:?}: {name}: {x} vs {y}");
+            assert!(
+                (x - y).abs() <= 2.0e-3 + 1e-6,
+                "{pos:?}: {name}: {x} vs {y}"
+            );
         }
     }
     let (moved, off) = (moved / n as f64, off / n as f64);
-    assert!(moved > 1e-4, "{pos:?}: the reference step barely moved ({moved:e})");
+    assert!(
+        moved > 1e-4,
+        "{pos:?}: the reference step barely moved ({moved:e})"
+    );
     assert!(
         off < 0.01 * moved,
         "{pos:?}: mean |fast - reference| {off:e} vs mean step {moved:e}"
@@ -181,4 +215,3 @@ fn fast_batch_errors_are_typed() {
         Err(plansmith_lm::LmError::Data(_))
     ));
 }
-
