@@ -30,6 +30,10 @@ pub enum BenchCommand {
         batches: Vec<usize>,
         #[arg(long, default_value_t = 10)]
         steps: usize,
+        /// Time the hand-written fast path (`auto`, what training uses) or the candle-autograd
+        /// `reference`.
+        #[arg(long, default_value = "auto", value_parser = ["auto", "reference"])]
+        engine: String,
         #[arg(long)]
         json: bool,
     },
@@ -105,13 +109,20 @@ pub fn run(command: BenchCommand) -> anyhow::Result<Outcome> {
         BenchCommand::Train {
             batches,
             steps,
+            engine,
             json,
         } => {
+            let engine = if engine == "reference" {
+                plansmith_lm::TrainEngine::Reference
+            } else {
+                plansmith_lm::TrainEngine::Auto
+            };
             let mut rows = Vec::new();
             for batch_size in batches {
                 rows.push(bench_train(&TrainBenchConfig {
                     batch_size,
                     steps,
+                    engine,
                     ..TrainBenchConfig::default()
                 })?);
             }

@@ -1,0 +1,116 @@
+//! `plan --gguf` and `eval bfcl` as a user runs them, on the real SmolLM2 GGUF and the real
+//! BFCL data from `scripts/assets.sh`.
+
+use std::process::{Command, Output};
+
+fn plansmith(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_plansmith"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .output()
+        .expect("run plansmith")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn plan_gguf_returns_valid_calls_for_any_request() {
+    let o = plansmith(&[
+        "plan",
+        "--gguf",
+        "assets/smollm2.gguf",
+        "--tools",
+        "examples/pace/tools.json",
+        "--tool-choice",
+        "required",
+        "--json",
+        "open safari",
+        "zzzz 1234 !!",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    let catalog = plansmith_core::Catalog::from_file(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/pace/tools.json"
+    ))
+    .unwrap();
+    let validator = plansmith_core::validate::PlanValidator::new(&catalog).unwrap();
+    for l in &lines {
+        assert_eq!(l["escalated"], false, "{l}");
+        let calls: Vec<plansmith_core::Call> = serde_json::from_value(l["calls"].clone()).unwrap();
+        assert!(!calls.is_empty(), "{l}");
+        let plan = plansmith_core::Plan {
+            calls,
+            spoken_text: None,
+        };
+        let problems = validator.validate(&plan, &plansmith_core::Policy::default(), None);
+        assert!(problems.is_empty(), "{problems:?} in {l}");
+    }
+}
+
+#[test]
+fn eval_bfcl_scores_and_writes_reports() {
+    let dir = std::env::temp_dir().join(format!("plansmith-bfcl-cli-{}", std::process::id()));
+    let o = plansmith(&[
+        "eval",
+        "bfcl",
+        "--gguf",
+        "assets/smollm2.gguf",
+        "--categories",
+        "simple_python",
+        "--limit",
+        "1",
+        "--json",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_str(&text(&o.stdout)).unwrap();
+    let cat = &v["categories"]["simple_python"];
+    assert_eq!(cat["n"], 1, "{v}");
+    // simple_python_0 (triangle area, base 10 height 5): SmolLM2 gets it right constrained.
+    assert_eq!(cat["correct"], 1, "{v}");
+    assert_eq!(v["non_live_ast"], 1.0, "{v}");
+    assert!(v["latency_ms"]["p50"].as_f64().unwrap() > 0.0);
+    for f in ["report.json", "items.jsonl", "report.md", "chart.svg"] {
+        assert!(dir.join(f).exists(), "{f} missing");
+    }
+    let item: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(dir.join("items.jsonl"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(item["id"], "simple_python_0");
+    assert_eq!(item["valid"], true);
+    assert_eq!(
+        item["calls"][0]["name"], "calculate_triangle_area",
+        "{item}"
+    );
+    assert_eq!(item["calls"][0]["args"]["base"], 10, "{item}");
+    let svg = std::fs::read_to_string(dir.join("chart.svg")).unwrap();
+    assert!(svg.contains("Qwen3-0.6B"), "anchors belong in the chart");
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    let o = plansmith(&[
+        "eval",
+        "bfcl",
+        "--categories",
+        "no_such_category",
+        "--limit",
+        "1",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(err.contains("no_such_category"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
