@@ -217,6 +217,17 @@ impl LoraTrainer {
 
     /// Logits `[len, vocab]` for a sequence starting at position 0 (differentiable).
     pub fn forward(&self, tokens: &[u32]) -> Result<Tensor> {
+        self.head(&self.hidden(tokens)?)
+    }
+
+    /// Final norm and output projection of hidden states `[n, d]`.
+    fn head(&self, x: &Tensor) -> Result<Tensor> {
+        let x = rms_norm_explicit(x, &self.norm, self.cfg.rms_eps)?;
+        Ok(x.matmul(&self.output.t()?)?)
+    }
+
+    /// Hidden states `[len, d]` after the last block (before the final norm).
+    fn hidden(&self, tokens: &[u32]) -> Result<Tensor> {
         let cfg = &self.cfg;
         let l = tokens.len();
         if l == 0 || l > cfg.max_position {
@@ -278,8 +289,7 @@ impl LoraTrainer {
             let f = ((g.clone() * candle_nn::ops::sigmoid(&g)?)? * u)?;
             x = (x + f.matmul(&b.down.t()?)?)?;
         }
-        let x = rms_norm_explicit(&x, &self.norm, cfg.rms_eps)?;
-        Ok(x.matmul(&self.output.t()?)?)
+        Ok(x)
     }
 
     /// Mean next-token cross-entropy over completion positions (`tokens[prompt_len..]`).
@@ -290,10 +300,13 @@ impl LoraTrainer {
                 tokens.len()
             )));
         }
-        let logits = self.forward(&tokens[..tokens.len() - 1])?;
+        // Only completion positions carry loss: project just those rows through the
+        // vocabulary-sized head (for a 1,300-token tools prompt that head is most of the
+        // step's memory traffic).
+        let hidden = self.hidden(&tokens[..tokens.len() - 1])?;
         let start = prompt_len - 1;
         let n = tokens.len() - prompt_len;
-        let pred = logits.narrow(0, start, n)?;
+        let pred = self.head(&hidden.narrow(0, start, n)?)?;
         let target = Tensor::new(&tokens[prompt_len..], &Device::Cpu)?;
         Ok(candle_nn::loss::cross_entropy(&pred, &target)?)
     }
