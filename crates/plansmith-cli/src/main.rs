@@ -37,8 +37,12 @@ enum Command {
     Validate(cmd::validate::ValidateArgs),
     /// Plan requests with a planner (the embedded default unless --planner is given).
     Plan(cmd::plan::PlanArgs),
-    /// Train a tiny planner from traces: SFT, floor calibration, test report.
+    /// Train a tiny planner from traces (or LoRA-tune a pretrained one): SFT, floor
+    /// calibration, test report.
     Train(cmd::train::TrainArgs),
+    /// Refit a planner's confidence floor on calibration traces and re-measure it on test
+    /// traces, without retraining.
+    Calibrate(cmd::calibrate::CalibrateArgs),
     /// Evaluate planners.
     #[command(subcommand)]
     Eval(cmd::eval::EvalCommand),
@@ -70,6 +74,7 @@ fn main() -> ExitCode {
     }
     let result = match cli.command {
         Command::Catalog(c) => cmd::catalog::run(c),
+        Command::Calibrate(a) => cmd::calibrate::run(a),
         Command::Validate(a) => cmd::validate::run(a),
         Command::Plan(a) => cmd::plan::run(a),
         Command::Train(a) => cmd::train::run(a),

@@ -24,10 +24,11 @@ fn shipped_default_planner_still_clears_its_floor() {
     )
     .unwrap();
     assert_eq!(summary.invalid_emitted, 0);
-    // Shipped: 0.80 agreement on its own test split, precision 0.99 at the floor.
-    assert!(summary.agreement >= 0.7, "{summary:?}");
+    // Shipped: 0.83 agreement on its own test split; at the floor 0.50 coverage, precision 1.0.
+    eprintln!("{summary:?}");
+    assert!(summary.agreement >= 0.75, "{summary:?}");
     assert!(
-        summary.coverage > 0.0 && summary.precision >= 0.95,
+        summary.coverage >= 0.2 && summary.precision >= 0.97,
         "{summary:?}"
     );
 }

@@ -1,6 +1,7 @@
 pub mod bench;
 pub mod bench_serve;
 pub mod bfcl;
+pub mod calibrate;
 pub mod catalog;
 pub mod data;
 pub mod eval;
