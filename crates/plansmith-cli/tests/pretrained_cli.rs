@@ -114,3 +114,69 @@ fn eval_bfcl_scores_and_writes_reports() {
     assert!(err.contains("no_such_category"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// Kills the server when the test ends, whatever happens.
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn eval_bfcl_scores_an_openai_endpoint() {
+    use std::io::{BufRead, BufReader};
+    // Our own server with the embedded Pace planner and an impossible floor: every answer is
+    // "no call", which BFCL scores right on irrelevance and wrong on simple_python.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_plansmith"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--floor", "1e9"])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start plansmith serve");
+    let stdout = child.stdout.take().unwrap();
+    let _server = Server(child);
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    let o = plansmith(&[
+        "eval",
+        "bfcl",
+        "--endpoint",
+        &format!("{url}/v1"),
+        "--model",
+        "plansmith",
+        "--categories",
+        "simple_python,irrelevance",
+        "--limit",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_str(&text(&o.stdout)).unwrap();
+    assert_eq!(v["categories"]["irrelevance"]["correct"], 2, "{v}");
+    assert_eq!(v["categories"]["simple_python"]["correct"], 0, "{v}");
+
+    // A dead endpoint is an error naming it, exit 2, after the retries.
+    let o = plansmith(&[
+        "eval",
+        "bfcl",
+        "--endpoint",
+        "http://127.0.0.1:9/v1",
+        "--categories",
+        "irrelevance",
+        "--limit",
+        "1",
+        "--timeout",
+        "2",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(err.contains("127.0.0.1:9"), "{err}");
+}
