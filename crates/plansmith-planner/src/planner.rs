@@ -200,8 +200,9 @@ pub struct Planner {
     pub meta: crate::dir::PlannerMeta,
     engine: Engine,
     eos: u32,
-    /// Sorted ids of tokens made only of closing characters (`"`, `]`, `}`, `)`, newline).
-    closers: Vec<u32>,
+    /// Tokens made only of closing characters, with the rank of their first one in
+    /// [`CLOSING`].
+    closers: Vec<(u32, usize)>,
     catalogs: Mutex<Catalogs>,
     teacher: Option<Box<dyn Teacher>>,
     harvest: Option<Mutex<TraceWriter>>,
@@ -228,10 +229,11 @@ impl Planner {
         meta: crate::dir::PlannerMeta,
     ) -> Result<Planner, PlannerError> {
         let env = lm.tok_env()?;
-        let closers: Vec<u32> = (0..env.vocab_size() as u32)
-            .filter(|&id| {
+        let closers: Vec<(u32, usize)> = (0..env.vocab_size() as u32)
+            .filter_map(|id| {
                 let b = env.token_bytes(id);
-                !b.is_empty() && b.iter().all(|c| b"\"]})\n".contains(c))
+                let rank = CLOSING.iter().position(|c| Some(c) == b.first())?;
+                b.iter().all(|c| CLOSING.contains(c)).then_some((id, rank))
             })
             .collect();
         let engine = Engine::new(env).map_err(|e| PlannerError::Grammar(e.to_string()))?;
@@ -442,12 +444,8 @@ impl Planner {
                 if mask.is_allowed(self.eos) {
                     break;
                 }
-                let closing = |id: u32| self.closers.binary_search(&id).is_ok();
-                if (0..logits.len() as u32).any(|id| mask.is_allowed(id) && closing(id)) {
-                    masked_argmax(&logits, |id| mask.is_allowed(id) && closing(id))
-                } else {
-                    masked_argmax(&logits, |id| mask.is_allowed(id))
-                }
+                closing_token(&self.closers, &logits, |id| mask.is_allowed(id))
+                    .unwrap_or_else(|| masked_argmax(&logits, |id| mask.is_allowed(id)))
             };
             if tok == self.eos {
                 break;
@@ -752,6 +750,27 @@ fn lenient_json(text: &str) -> &str {
     t
 }
 
+/// Closing characters in the order a budget-steered reply should prefer them: end the open
+/// string first (inside a string `]` and `}` are just text), then objects, arrays, DSL calls,
+/// and the DSL's line.
+const CLOSING: &[u8] = b"\"}])\n";
+
+/// The allowed closing token of the best rank (highest logit among equals).
+fn closing_token(
+    closers: &[(u32, usize)],
+    logits: &[f32],
+    allowed: impl Fn(u32) -> bool,
+) -> Option<u32> {
+    closers
+        .iter()
+        .filter(|(id, _)| (*id as usize) < logits.len() && allowed(*id))
+        .min_by(|a, b| {
+            a.1.cmp(&b.1)
+                .then(logits[b.0 as usize].total_cmp(&logits[a.0 as usize]))
+        })
+        .map(|(id, _)| *id)
+}
+
 fn dead_end(reason: String) -> Decoded {
     Decoded {
         text: String::new(),
@@ -789,5 +808,22 @@ fn masked_argmax(logits: &[f32], allowed: impl Fn(u32) -> bool) -> u32 {
         any.unwrap_or(0)
     } else {
         best.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budget_steering_closes_the_string_before_anything_else() {
+        // ids: 1 = `"`, 2 = `]`, 3 = `}` ; inside a string all three are allowed text.
+        let closers = [(1, 0), (2, 2), (3, 1)];
+        let logits = [0.0, -5.0, 3.0, 2.0];
+        assert_eq!(closing_token(&closers, &logits, |_| true), Some(1));
+        // After the string: `}` before `]`, whatever the logits say.
+        assert_eq!(closing_token(&closers, &logits, |id| id != 1), Some(3));
+        assert_eq!(closing_token(&closers, &logits, |id| id == 2), Some(2));
+        assert_eq!(closing_token(&closers, &logits, |_| false), None);
     }
 }
