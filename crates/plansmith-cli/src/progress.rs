@@ -12,3 +12,14 @@ pub fn bar(len: u64, message: &str) -> ProgressBar {
     bar.set_message(message.to_string());
     bar
 }
+
+/// A `(stage, done, total)` callback that drives `bar` (if any) through evaluation stages.
+pub fn stages(bar: &Option<ProgressBar>) -> impl FnMut(&str, usize, usize) + '_ {
+    move |stage, done, total| {
+        if let Some(b) = bar {
+            b.set_length(total as u64);
+            b.set_position(done as u64);
+            b.set_message(stage.to_string());
+        }
+    }
+}

@@ -260,29 +260,12 @@ struct Batch {
 }
 
 fn make_batch(model: &TinyGpt, examples: &[Example], idx: &[usize]) -> Result<Batch> {
-    let t = idx
-        .iter()
-        .map(|&i| examples[i].inputs.len())
-        .max()
-        .unwrap_or(1);
-    let b = idx.len();
-    let mut ids = vec![0u32; b * t];
-    let mut sel = Vec::new();
-    let mut tgt = Vec::new();
-    let mut chars = 0;
-    for (r, &i) in idx.iter().enumerate() {
-        let e = &examples[i];
-        ids[r * t..r * t + e.inputs.len()].copy_from_slice(&e.inputs);
-        for p in e.loss_from..e.inputs.len() {
-            sel.push((r * t + p) as u32);
-            tgt.push(e.targets[p]);
-        }
-        chars += e.inputs.len() + 1;
-    }
+    let (fast, chars) = make_fast_batch(examples, idx);
+    let (sel, tgt): (Vec<u32>, Vec<u32>) = fast.targets.into_iter().unzip();
     let dev = model.device();
     let n_loss = sel.len();
     Ok(Batch {
-        ids: Tensor::from_vec(ids, (b, t), dev)?,
+        ids: Tensor::from_vec(fast.ids, (fast.b, fast.t), dev)?,
         sel: Tensor::from_vec(sel, n_loss, dev)?,
         tgt: Tensor::from_vec(tgt, (n_loss, 1), dev)?,
         n_loss,
@@ -290,7 +273,7 @@ fn make_batch(model: &TinyGpt, examples: &[Example], idx: &[usize]) -> Result<Ba
     })
 }
 
-/// The same right-padded batch as [`make_batch`], for the fast path.
+/// A right-padded, prompt-masked batch (the candle path's [`make_batch`] is this as tensors).
 fn make_fast_batch(examples: &[Example], idx: &[usize]) -> (FastBatch, usize) {
     let t = idx
         .iter()

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::planner::{Planner, PlannerSettings};
 use crate::prompt;
-use crate::train::{calibrate_and_test, Splits};
+use crate::train::{calibrate_and_test, trace_catalog, Splits};
 use crate::PlannerError;
 
 /// What to tune and how long.
@@ -62,15 +62,8 @@ fn examples(
     let mut out = Vec::new();
     let mut skipped = 0;
     for (i, t) in traces.iter().enumerate() {
-        let own;
-        let cat = match &t.tools {
-            Some(v) => {
-                own = Catalog::from_value(v)
-                    .map_err(|e| PlannerError::Data(format!("trace {}: tools: {e}", i + 1)))?;
-                &own
-            }
-            None => catalog,
-        };
+        let cat = trace_catalog(t, i, catalog)?;
+        let cat = cat.as_ref();
         let request = prompt::clean_request(&t.request);
         let p = bundle
             .template
@@ -109,14 +102,14 @@ pub fn train_lora(
         ));
     }
     let base = std::path::absolute(&spec.base).unwrap_or_else(|_| spec.base.clone());
-    // The chat planner's own settings decide the reply's end token; load it once untuned.
-    let untuned = Planner::pretrained(&base, None, catalog.clone(), PlannerSettings::chat())?;
-    let crate::backend::Lm::Llama(lm) = &untuned.lm else {
-        unreachable!("Planner::pretrained builds a Llama backend")
-    };
-    let bundle = lm.bundle.clone();
-    let eos = lm.eos();
-    drop(untuned);
+    // The backend decides the reply's end token, as it does when planning; no grammar or
+    // planner is needed to read it.
+    let lm = crate::llama::LlamaLm::load(crate::llama::LlamaSource {
+        base: base.clone(),
+        adapter: None,
+    })?;
+    let (bundle, eos) = (lm.bundle.clone(), lm.eos());
+    drop(lm);
     let (data, skipped) = examples(&bundle, &splits.train, &catalog, eos, spec.max_tokens)?;
     if data.is_empty() {
         return Err(PlannerError::Data(format!(

@@ -66,15 +66,8 @@ pub fn pairs(
         .iter()
         .enumerate()
         .map(|(i, t)| {
-            let own;
-            let cat = match &t.tools {
-                Some(v) => {
-                    own = Catalog::from_value(v)
-                        .map_err(|e| PlannerError::Data(format!("trace {}: tools: {e}", i + 1)))?;
-                    &own
-                }
-                None => catalog,
-            };
+            let cat = trace_catalog(t, i, catalog)?;
+            let cat = cat.as_ref();
             let plan = plansmith_core::validate::schema_order(&t.plan(), cat);
             let mut completion = settings.syntax.render(&plan);
             if !completion.ends_with('\n') {
@@ -86,6 +79,20 @@ pub fn pairs(
             ))
         })
         .collect()
+}
+
+/// The catalog trace `index` (0-based) plans against: its own `tools`, else `default`.
+pub fn trace_catalog<'a>(
+    trace: &Trace,
+    index: usize,
+    default: &'a Catalog,
+) -> Result<std::borrow::Cow<'a, Catalog>, PlannerError> {
+    match &trace.tools {
+        Some(v) => Catalog::from_value(v)
+            .map(std::borrow::Cow::Owned)
+            .map_err(|e| PlannerError::Data(format!("trace {}: tools: {e}", index + 1))),
+        None => Ok(std::borrow::Cow::Borrowed(default)),
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -64,13 +64,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<Outcome> {
         &mut planner,
         &splits,
         args.target_precision,
-        |stage, done, total| {
-            if let Some(b) = &bar {
-                b.set_length(total as u64);
-                b.set_position(done as u64);
-                b.set_message(stage.to_string());
-            }
-        },
+        crate::progress::stages(&bar),
     )?;
     if let Some(b) = bar {
         b.finish_and_clear();

@@ -184,13 +184,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
         } else {
             Progress::Bar
         },
-        |stage, done, total| {
-            if let Some(b) = &bar {
-                b.set_length(total as u64);
-                b.set_position(done as u64);
-                b.set_message(stage.to_string());
-            }
-        },
+        crate::progress::stages(&bar),
     )?;
     if let Some(b) = bar {
         b.finish_and_clear();
@@ -281,13 +275,7 @@ fn train_lora(
                 b.set_message(format!("loss {loss:.4}"));
             }
         },
-        |stage, done, total| {
-            if let Some(b) = &bar {
-                b.set_length(total as u64);
-                b.set_position(done as u64);
-                b.set_message(stage.to_string());
-            }
-        },
+        crate::progress::stages(&bar),
     )?;
     if let Some(b) = bar {
         b.finish_and_clear();
