@@ -6,7 +6,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum EvalError {
     /// A file could not be read or written.
-    #[error("{path}: {source}")]
+    #[error("cannot read or write {path}")]
     Io {
         path: PathBuf,
         #[source]

@@ -47,6 +47,8 @@ pub enum PlannerError {
     Teacher(#[from] TeacherError),
     #[error("planner directory {path}: {message}")]
     Dir { path: String, message: String },
+    #[error("model {path}: {message}")]
+    Model { path: String, message: String },
     #[error("training data: {0}")]
     Data(String),
     #[error("internal lock poisoned (a planner thread panicked)")]

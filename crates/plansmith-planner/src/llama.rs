@@ -63,7 +63,7 @@ pub struct LlamaLm {
 }
 
 fn load_err(path: &Path, e: impl std::fmt::Display) -> PlannerError {
-    PlannerError::Dir {
+    PlannerError::Model {
         path: path.display().to_string(),
         message: e.to_string(),
     }
