@@ -13,13 +13,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 
-use candle_core::quantized::QMatMul;
 use candle_core::{DType, Device, Tensor};
 use serde_json::{json, Value};
 
 use crate::config::LlamaConfig;
 use crate::error::{LlamaError, Result};
 use crate::lora::{gguf_to_hf_rows, hf_to_gguf_rows};
+use crate::linear::Linear;
 use crate::model::{dense_weight, Block, LlamaModel};
 
 /// Architectures read from `config.json` `architectures[0]`.
@@ -422,8 +422,8 @@ pub fn load_hf_model(dir: &Path) -> Result<(LlamaModel, HfConfig)> {
     let mut blocks = Vec::with_capacity(cfg.num_layers);
     for i in 0..cfg.num_layers {
         let p = |s: &str| format!("model.layers.{i}.{s}");
-        let mm = |name: &str, shape: &[usize]| -> Result<QMatMul> {
-            Ok(QMatMul::Tensor(w.get(&p(name), shape)?))
+        let mm = |name: &str, shape: &[usize]| -> Result<Linear> {
+            Ok(Linear::dense(w.get(&p(name), shape)?))
         };
         let wq = hf_to_gguf_rows(
             &w.get(&p("self_attn.q_proj.weight"), &[nh * hd, d])?,
@@ -437,8 +437,8 @@ pub fn load_hf_model(dir: &Path) -> Result<(LlamaModel, HfConfig)> {
         )?;
         let mut b = Block::plain(
             w.get(&p("input_layernorm.weight"), &[d])?,
-            QMatMul::Tensor(wq),
-            QMatMul::Tensor(wk),
+            Linear::dense(wq),
+            Linear::dense(wk),
             mm("self_attn.v_proj.weight", &[nkv * hd, d])?,
             mm("self_attn.o_proj.weight", &[d, nh * hd])?,
             w.get(&p("post_attention_layernorm.weight"), &[d])?,

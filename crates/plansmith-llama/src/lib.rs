@@ -11,7 +11,9 @@
 pub mod config;
 pub mod error;
 pub mod gguf;
+mod linear;
 pub mod model;
+pub mod qkernel;
 pub mod tokenizer;
 
 pub use config::LlamaConfig;

@@ -9,7 +9,6 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use candle_core::quantized::QMatMul;
 use candle_core::{DType, Device, Tensor, Var, D};
 use candle_nn::{AdamW, Optimizer, ParamsAdamW};
 use serde::{Deserialize, Serialize};
@@ -73,7 +72,7 @@ impl LoraConfig {
     }
 }
 
-fn dense(w: &QMatMul) -> Result<Tensor> {
+fn dense(w: &crate::linear::Linear) -> Result<Tensor> {
     crate::model::dense_weight(w)
 }
 

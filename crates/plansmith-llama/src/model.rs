@@ -1,16 +1,17 @@
 //! Llama-family decoder for inference: RMSNorm, interleaved RoPE (GGUF layout), grouped-query
 //! attention, SwiGLU, tied or separate output head. Activations are f32; weights are quantized
-//! (`QMatMul` over GGUF blocks) or dense f32.
+//! (the own Q4_1 kernel or candle's `QMatMul` over GGUF blocks) or dense f32.
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use candle_core::quantized::{QMatMul, QTensor};
-use candle_core::{DType, Device, Module, Tensor, D};
+use candle_core::quantized::QTensor;
+use candle_core::{DType, Device, Tensor, D};
 
 use crate::config::LlamaConfig;
 use crate::error::{LlamaError, Result};
 use crate::gguf::GgufFile;
+use crate::linear::Linear;
 
 /// Token embedding table: quantized rows (dequantized on lookup) or dense f32.
 #[derive(Debug, Clone)]
@@ -32,14 +33,14 @@ impl Embedding {
 #[derive(Debug, Clone)]
 pub(crate) struct Block {
     pub attn_norm: Tensor,
-    pub wq: QMatMul,
-    pub wk: QMatMul,
-    pub wv: QMatMul,
-    pub wo: QMatMul,
+    pub wq: Linear,
+    pub wk: Linear,
+    pub wv: Linear,
+    pub wo: Linear,
     pub ffn_norm: Tensor,
-    pub gate: QMatMul,
-    pub up: QMatMul,
-    pub down: QMatMul,
+    pub gate: Linear,
+    pub up: Linear,
+    pub down: Linear,
     /// q/k/v projection biases (Qwen2), q/k rows in the interleaved-RoPE layout.
     pub bq: Option<Tensor>,
     pub bk: Option<Tensor>,
@@ -55,14 +56,14 @@ impl Block {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn plain(
         attn_norm: Tensor,
-        wq: QMatMul,
-        wk: QMatMul,
-        wv: QMatMul,
-        wo: QMatMul,
+        wq: Linear,
+        wk: Linear,
+        wv: Linear,
+        wo: Linear,
         ffn_norm: Tensor,
-        gate: QMatMul,
-        up: QMatMul,
-        down: QMatMul,
+        gate: Linear,
+        up: Linear,
+        down: Linear,
     ) -> Self {
         Self {
             attn_norm,
@@ -84,12 +85,8 @@ impl Block {
 }
 
 /// Dense f32 copy of a (possibly quantized) matmul weight.
-pub(crate) fn dense_weight(w: &QMatMul) -> Result<Tensor> {
-    Ok(match w {
-        QMatMul::QTensor(q) => q.dequantize(&Device::Cpu)?,
-        QMatMul::Tensor(t) => t.clone(),
-        QMatMul::TensorF16(t) => t.to_dtype(DType::F32)?,
-    })
+pub(crate) fn dense_weight(w: &Linear) -> Result<Tensor> {
+    w.to_dense()
 }
 
 fn hash_tensor(t: &Tensor, h: &mut impl Hasher) -> Result<()> {
@@ -107,7 +104,7 @@ pub struct LlamaModel {
     embed: Embedding,
     blocks: Vec<Block>,
     norm: Tensor,
-    output: QMatMul,
+    output: Linear,
     /// cos / sin tables `[max_position, head_dim / 2]`.
     cos: Tensor,
     sin: Tensor,
@@ -150,9 +147,9 @@ impl LlamaModel {
             cfg.intermediate_size,
         );
         let dev = Device::Cpu;
-        let qmm = |g: &mut GgufFile, name: &str, shape: &[usize]| -> Result<QMatMul> {
+        let qmm = |g: &mut GgufFile, name: &str, shape: &[usize]| -> Result<Linear> {
             let q = g.tensor(name, Some(shape))?;
-            Ok(QMatMul::from_qtensor(q)?)
+            Linear::from_qtensor(q)
         };
         let dense = |g: &mut GgufFile, name: &str, shape: &[usize]| -> Result<Tensor> {
             let q = g.tensor(name, Some(shape))?;
@@ -176,7 +173,7 @@ impl LlamaModel {
         }
         let norm = dense(g, "output_norm.weight", &[d])?;
         let output = if cfg.tie_embeddings {
-            QMatMul::from_arc(embed_q.clone())?
+            Linear::from_arc(embed_q.clone())?
         } else {
             qmm(g, "output.weight", &[cfg.vocab_size, d])?
         };
@@ -216,7 +213,7 @@ impl LlamaModel {
     ) -> Result<Self> {
         let dev = embed.device().clone();
         let (cos, sin) = rope_tables(&cfg, &dev)?;
-        let output = QMatMul::Tensor(output.unwrap_or_else(|| embed.clone()));
+        let output = Linear::dense(output.unwrap_or_else(|| embed.clone()));
         Ok(Self {
             cfg,
             embed: Embedding::Dense(embed),
@@ -250,14 +247,14 @@ impl LlamaModel {
         for _ in 0..cfg.num_layers {
             blocks.push(Block::plain(
                 ones()?,
-                QMatMul::Tensor(r((nh * hd, d))?),
-                QMatMul::Tensor(r((nkv * hd, d))?),
-                QMatMul::Tensor(r((nkv * hd, d))?),
-                QMatMul::Tensor(r((d, nh * hd))?),
+                Linear::dense(r((nh * hd, d))?),
+                Linear::dense(r((nkv * hd, d))?),
+                Linear::dense(r((nkv * hd, d))?),
+                Linear::dense(r((d, nh * hd))?),
                 ones()?,
-                QMatMul::Tensor(r((ff, d))?),
-                QMatMul::Tensor(r((ff, d))?),
-                QMatMul::Tensor(r((d, ff))?),
+                Linear::dense(r((ff, d))?),
+                Linear::dense(r((ff, d))?),
+                Linear::dense(r((d, ff))?),
             ));
         }
         let embed = SplitMix(seed ^ 0xe).normal_tensor((cfg.vocab_size, d), 1.0)?;
@@ -265,7 +262,7 @@ impl LlamaModel {
         Self::from_parts(cfg, embed, blocks, norm, None, seed ^ 0x5eed)
     }
 
-    /// A copy with every weight dequantized to dense f32 (`QMatMul` over f32 tensors). Slower
+    /// A copy with every weight dequantized to dense f32 (candle matmuls over f32 tensors). Slower
     /// and ~8x larger than a Q4 model, but free of activation quantization: the reference for
     /// comparisons with f32 checkpoints. The fingerprint differs from the quantized model's.
     pub fn dequantized(&self) -> Result<LlamaModel> {
@@ -281,7 +278,7 @@ impl LlamaModel {
                 &mut nb.up,
                 &mut nb.down,
             ] {
-                *w = QMatMul::Tensor(dense_weight(w)?);
+                *w = Linear::dense(dense_weight(w)?);
             }
             blocks.push(nb);
         }
@@ -293,7 +290,7 @@ impl LlamaModel {
             embed: Embedding::Dense(self.embed_dense()?),
             blocks,
             norm: self.norm.clone(),
-            output: QMatMul::Tensor(self.output_dense()?),
+            output: Linear::dense(self.output_dense()?),
             cos: self.cos.clone(),
             sin: self.sin.clone(),
             fingerprint: h.finish(),
@@ -367,7 +364,7 @@ impl LlamaModel {
             (*li, *t).hash(&mut h);
             hash_tensor(&a, &mut h)?;
             hash_tensor(&b, &mut h)?;
-            *w = QMatMul::Tensor(merged);
+            *w = Linear::dense(merged);
         }
         Ok(Self {
             cfg: self.cfg.clone(),

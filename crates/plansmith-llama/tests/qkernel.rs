@@ -1,0 +1,255 @@
+//! The own Q4_1 kernel against dense f32 references, candle, and itself (scalar vs SIMD).
+
+use candle_core::quantized::{ggml_file::qtensor_from_ggml, GgmlDType, QMatMul};
+use candle_core::{DType, Device, Module, Tensor};
+use plansmith_llama::qkernel::{f16_to_f32, f32_to_f16, Kernel, Q41Matrix, QK};
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in [-1, 1).
+    fn sym(&mut self) -> f32 {
+        ((self.next() >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+    }
+}
+
+/// Random GGUF Q4_1 bytes for `[rows, cols]`: scales like a trained layer's (d ~ 0.01, m ~ -8d).
+fn random_q4_1(rows: usize, cols: usize, seed: u64) -> Vec<u8> {
+    let mut rng = Rng(seed);
+    let mut out = Vec::new();
+    for _ in 0..rows * cols / QK {
+        let d = 0.002 + 0.02 * rng.sym().abs();
+        let m = -8.0 * d * (1.0 + 0.3 * rng.sym());
+        out.extend_from_slice(&f32_to_f16(d).to_le_bytes());
+        out.extend_from_slice(&f32_to_f16(m).to_le_bytes());
+        for _ in 0..QK / 2 {
+            out.push((rng.next() & 0xff) as u8);
+        }
+    }
+    out
+}
+
+fn random_x(m: usize, cols: usize, seed: u64) -> Vec<f32> {
+    let mut rng = Rng(seed);
+    // Varied magnitudes per block so the per-block activation scales differ.
+    (0..m * cols)
+        .map(|i| rng.sym() * (1.0 + ((i / QK) % 5) as f32))
+        .collect()
+}
+
+fn dense_ref(w: &[f32], rows: usize, cols: usize, x: &[f32], m: usize) -> Vec<f64> {
+    let mut y = vec![0f64; m * rows];
+    for i in 0..m {
+        for r in 0..rows {
+            y[i * rows + r] = (0..cols)
+                .map(|c| w[r * cols + c] as f64 * x[i * cols + c] as f64)
+                .sum();
+        }
+    }
+    y
+}
+
+/// Worst-case error of Q8_1 activation rounding for one output: each activation moves by at
+/// most d_x / 2 from rounding plus 127 * d_x * 2^-11 from storing d_x as f16, and the m * s
+/// term moves by the f16 rounding of s.
+fn q8_1_bound(w: &[f32], cols: usize, x: &[f32], row: usize, xi: usize, mins: &[f32]) -> f64 {
+    let mut bound = 0f64;
+    for b in 0..cols / QK {
+        let xb = &x[xi * cols + b * QK..][..QK];
+        let amax = xb.iter().fold(0f32, |a, v| a.max(v.abs())) as f64;
+        let d = amax / 127.0;
+        let per = d * (0.5 + 127.0 / 2048.0);
+        let wsum: f64 = (0..QK)
+            .map(|e| (w[row * cols + b * QK + e] as f64 - mins[row * cols / QK + b] as f64).abs())
+            .sum();
+        let s = xb.iter().map(|v| (*v as f64 / d).round()).sum::<f64>().abs() * d;
+        bound += wsum * per + mins[row * cols / QK + b].abs() as f64 * (s / 2048.0 + per * QK as f64);
+    }
+    bound
+}
+
+/// Standard deviation of the output error if each activation's rounding error is uniform in
+/// +-d_x / 2 and independent, plus the relative f16 rounding of d_x applied to the output.
+fn q8_1_sigma(w: &[f32], cols: usize, x: &[f32], row: usize, xi: usize, y: f64) -> f64 {
+    let mut var = 0f64;
+    for b in 0..cols / QK {
+        let xb = &x[xi * cols + b * QK..][..QK];
+        let d = xb.iter().fold(0f32, |a, v| a.max(v.abs())) as f64 / 127.0;
+        let w2: f64 = (0..QK).map(|e| (w[row * cols + b * QK + e] as f64).powi(2)).sum();
+        var += w2 * d * d / 12.0;
+    }
+    (var + (y / 2048.0).powi(2)).sqrt()
+}
+
+fn block_mins(data: &[u8], rows: usize, cols: usize) -> Vec<f32> {
+    (0..rows * cols / QK)
+        .map(|i| f16_to_f32(u16::from_le_bytes([data[i * 20 + 2], data[i * 20 + 3]])))
+        .collect()
+}
+
+#[test]
+fn f16_conversions_match_candle() {
+    let mut rng = Rng(7);
+    let mut vals: Vec<f32> = vec![
+        0.0, -0.0, 1.0, -1.0, 65504.0, 65520.0, 1e6, -1e6, 6.1e-5, 5.96e-8, 2.98e-8, 2.99e-8,
+        1e-9, 0.1, 1.0 / 3.0, f32::INFINITY, f32::NEG_INFINITY, 1.00048828125, 1.000732421875,
+    ];
+    for _ in 0..20_000 {
+        let e = (rng.next() % 40) as i32 - 28;
+        vals.push(rng.sym() * 2f32.powi(e));
+    }
+    let t = Tensor::new(vals.as_slice(), &Device::Cpu).unwrap();
+    let h = t.to_dtype(DType::F16).unwrap();
+    let back: Vec<f32> = h.to_dtype(DType::F32).unwrap().to_vec1().unwrap();
+    for (v, want) in vals.iter().zip(back) {
+        let got = f16_to_f32(f32_to_f16(*v));
+        assert_eq!(got.to_bits(), want.to_bits(), "{v:e}: {got:e} vs candle {want:e}");
+    }
+    assert!(f16_to_f32(f32_to_f16(f32::NAN)).is_nan());
+}
+
+#[test]
+fn dequantize_is_bit_identical_to_candle() {
+    for (rows, cols) in [(1, 32), (13, 96), (8, 576)] {
+        let data = random_q4_1(rows, cols, rows as u64 * 31 + cols as u64);
+        let m = Q41Matrix::from_ggml(rows, cols, &data).unwrap();
+        let q = qtensor_from_ggml(GgmlDType::Q4_1, &data, vec![rows, cols], &Device::Cpu).unwrap();
+        let want: Vec<f32> = q.dequantize(&Device::Cpu).unwrap().flatten_all().unwrap().to_vec1().unwrap();
+        let got = m.dequantize();
+        assert_eq!(got.len(), want.len());
+        for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(a.to_bits(), b.to_bits(), "[{rows},{cols}] element {i}");
+        }
+    }
+}
+
+#[test]
+fn matmul_matches_dense_reference_within_q8_1_rounding() {
+    for (rows, cols, m) in [(8, 32, 1), (13, 96, 3), (40, 576, 5), (576, 576, 1), (3, 1536, 9)] {
+        let data = random_q4_1(rows, cols, 1000 + rows as u64);
+        let w = Q41Matrix::from_ggml(rows, cols, &data).unwrap();
+        let dense = w.dequantize();
+        let mins = block_mins(&data, rows, cols);
+        let x = random_x(m, cols, 77 + cols as u64);
+        let want = dense_ref(&dense, rows, cols, &x, m);
+        for kernel in Kernel::available() {
+            let got = w.matmul_with(kernel, &x, m).unwrap();
+            assert_eq!(got.len(), m * rows);
+            // Typical error: the worst-case bound below is loose, so also require the errors to
+            // be of the size random rounding predicts (a wrong block or scale would be far off).
+            let mut z2 = 0f64;
+            for xi in 0..m {
+                for r in 0..rows {
+                    let (g, e) = (got[xi * rows + r] as f64, want[xi * rows + r]);
+                    z2 += ((g - e) / q8_1_sigma(&dense, cols, &x, r, xi, e)).powi(2);
+                }
+            }
+            let z_rms = (z2 / (m * rows) as f64).sqrt();
+            assert!(z_rms < 1.5, "{kernel:?} [{rows},{cols}] x{m}: error rms {z_rms} sigma");
+            for xi in 0..m {
+                for r in 0..rows {
+                    let (g, e) = (got[xi * rows + r] as f64, want[xi * rows + r]);
+                    let bound = q8_1_bound(&dense, cols, &x, r, xi, &mins) + 1e-4 * e.abs() + 1e-5;
+                    assert!(
+                        (g - e).abs() <= bound,
+                        "{kernel:?} [{rows},{cols}] x{m}: out ({xi},{r}) = {g} vs {e} (bound {bound})"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn matmul_is_close_to_candle_q4_1() {
+    let (rows, cols, m) = (64, 576, 4);
+    let data = random_q4_1(rows, cols, 5);
+    let w = Q41Matrix::from_ggml(rows, cols, &data).unwrap();
+    let q = qtensor_from_ggml(GgmlDType::Q4_1, &data, vec![rows, cols], &Device::Cpu).unwrap();
+    let x = random_x(m, cols, 6);
+    let xt = Tensor::from_vec(x.clone(), (m, cols), &Device::Cpu).unwrap();
+    let want: Vec<f32> = QMatMul::from_qtensor(q)
+        .unwrap()
+        .forward(&xt)
+        .unwrap()
+        .flatten_all()
+        .unwrap()
+        .to_vec1()
+        .unwrap();
+    let got = w.matmul(&x, m).unwrap();
+    let scale = want.iter().fold(0f32, |a, v| a.max(v.abs()));
+    for (g, e) in got.iter().zip(&want) {
+        // Both quantize activations to Q8_1; they differ only in tie rounding and in how `s`
+        // is rounded, so the gap is far below the Q8_1 error itself.
+        assert!((g - e).abs() <= 2e-3 * scale, "{g} vs candle {e}");
+    }
+}
+
+#[test]
+fn simd_kernels_equal_scalar_bit_for_bit() {
+    let kernels = Kernel::available();
+    eprintln!("kernels on this CPU: {kernels:?}");
+    for rows in [1, 7, 8, 9, 13, 64] {
+        for cols in [32, 96, 576] {
+            let data = random_q4_1(rows, cols, (rows * 1000 + cols) as u64);
+            let w = Q41Matrix::from_ggml(rows, cols, &data).unwrap();
+            for m in [1, 2, 3, 4, 5, 9] {
+                let x = random_x(m, cols, (m * 7 + cols) as u64);
+                let scalar = w.matmul_with(Kernel::Scalar, &x, m).unwrap();
+                for &k in &kernels {
+                    let got = w.matmul_with(k, &x, m).unwrap();
+                    let same = got.iter().zip(&scalar).all(|(a, b)| a.to_bits() == b.to_bits());
+                    assert!(same, "{k:?} differs from scalar at [{rows},{cols}] x{m}");
+                }
+                // A row's result does not depend on which other rows share its tile.
+                let single = w.matmul_with(Kernel::best(), &x[(m - 1) * cols..], 1).unwrap();
+                let full = w.matmul_with(Kernel::best(), &x, m).unwrap();
+                assert_eq!(&full[(m - 1) * rows..], &single[..]);
+            }
+        }
+    }
+}
+
+#[test]
+fn candle_op_keeps_leading_dims() {
+    let (rows, cols) = (24, 64);
+    let data = random_q4_1(rows, cols, 9);
+    let w = Q41Matrix::from_ggml(rows, cols, &data).unwrap();
+    let x = random_x(6, cols, 10);
+    let xt = Tensor::from_vec(x.clone(), (2, 3, cols), &Device::Cpu).unwrap();
+    let y = xt.apply_op1_no_bwd(&w).unwrap();
+    assert_eq!(y.dims(), &[2, 3, rows]);
+    let flat: Vec<f32> = y.flatten_all().unwrap().to_vec1().unwrap();
+    assert_eq!(flat, w.matmul(&x, 6).unwrap());
+    // Wrong width and non-f32 inputs are errors, not panics.
+    let bad = Tensor::zeros((2, cols + 32), DType::F32, &Device::Cpu).unwrap();
+    assert!(bad.apply_op1_no_bwd(&w).is_err());
+    let half = Tensor::zeros((2, cols), DType::F16, &Device::Cpu).unwrap();
+    assert!(half.apply_op1_no_bwd(&w).is_err());
+}
+
+#[test]
+fn bad_shapes_are_errors() {
+    assert!(Q41Matrix::from_ggml(4, 33, &[0u8; 80]).is_err());
+    assert!(Q41Matrix::from_ggml(4, 0, &[]).is_err());
+    assert!(Q41Matrix::from_ggml(4, 32, &[0u8; 79]).is_err());
+    assert!(Q41Matrix::from_ggml(usize::MAX, 64, &[0u8; 40]).is_err());
+    let w = Q41Matrix::from_ggml(4, 32, &random_q4_1(4, 32, 1)).unwrap();
+    assert!(w.matmul(&[0.0; 31], 1).is_err());
+    assert!(w.matmul(&[0.0; 64], 1).is_err());
+    assert_eq!(w.matmul(&[], 0).unwrap(), Vec::<f32>::new());
+    // Zero, infinite and NaN activations neither panic nor poison other rows.
+    let mut x = vec![0f32; 3 * 32];
+    x[32] = f32::INFINITY;
+    x[64] = f32::NAN;
+    x[65] = 1.0;
+    let y = w.matmul(&x, 3).unwrap();
+    assert!(y[..4].iter().all(|v| v.is_finite()));
+}
