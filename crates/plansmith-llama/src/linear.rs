@@ -1,5 +1,5 @@
-//! A model projection `y = x W^T`: the own Q4_1 kernel ([`crate::qkernel`]) where the GGUF
-//! stores Q4_1 weights, candle's `QMatMul` for every other quantization and for dense f32.
+//! A model projection `y = x W^T`: the own kernels ([`crate::qkernel`]) where the GGUF stores
+//! Q4_1 or Q8_0 weights, candle's `QMatMul` for every other quantization and for dense f32.
 
 use std::sync::Arc;
 
@@ -7,30 +7,27 @@ use candle_core::quantized::{QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor};
 
 use crate::error::Result;
-use crate::qkernel::Q41Matrix;
+use crate::qkernel::QMatrix;
 
 #[derive(Debug, Clone)]
 pub(crate) enum Linear {
     Candle(QMatMul),
-    Q4_1(Arc<Q41Matrix>),
+    Packed(Arc<QMatrix>),
 }
 
 impl Linear {
-    /// Take over a quantized tensor `[out, in]`: Q4_1 is repacked for the own kernel (the
-    /// GGUF copy is dropped), anything else goes to candle.
+    /// Take over a quantized tensor `[out, in]`: Q4_1 / Q8_0 are repacked for the own kernels
+    /// (the GGUF copy is dropped), anything else goes to candle.
     pub(crate) fn from_qtensor(q: QTensor) -> Result<Self> {
-        Ok(match Q41Matrix::from_qtensor(&q)? {
-            Some(m) => Self::Q4_1(Arc::new(m)),
+        Ok(match QMatrix::from_qtensor(&q)? {
+            Some(m) => Self::Packed(Arc::new(m)),
             None => Self::Candle(QMatMul::from_qtensor(q)?),
         })
     }
 
-    /// Like [`Self::from_qtensor`] for a tensor shared with another user (a tied embedding).
+    /// A tensor shared with another user (a tied embedding that has no own kernel).
     pub(crate) fn from_arc(q: Arc<QTensor>) -> Result<Self> {
-        Ok(match Q41Matrix::from_qtensor(&q)? {
-            Some(m) => Self::Q4_1(Arc::new(m)),
-            None => Self::Candle(QMatMul::from_arc(q)?),
-        })
+        Ok(Self::Candle(QMatMul::from_arc(q)?))
     }
 
     /// A dense f32 weight `[out, in]`.
@@ -41,7 +38,7 @@ impl Linear {
     pub(crate) fn forward(&self, x: &Tensor) -> Result<Tensor> {
         Ok(match self {
             Self::Candle(w) => w.forward(x)?,
-            Self::Q4_1(w) => x.contiguous()?.apply_op1_no_bwd(w.as_ref())?,
+            Self::Packed(w) => x.contiguous()?.apply_op1_no_bwd(w.as_ref())?,
         })
     }
 
@@ -51,7 +48,7 @@ impl Linear {
             Self::Candle(QMatMul::QTensor(q)) => q.dequantize(&Device::Cpu)?,
             Self::Candle(QMatMul::Tensor(t)) => t.clone(),
             Self::Candle(QMatMul::TensorF16(t)) => t.to_dtype(DType::F32)?,
-            Self::Q4_1(m) => Tensor::from_vec(m.dequantize(), (m.rows(), m.cols()), &Device::Cpu)?,
+            Self::Packed(m) => Tensor::from_vec(m.dequantize(), (m.rows(), m.cols()), &Device::Cpu)?,
         })
     }
 }

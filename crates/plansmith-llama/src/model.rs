@@ -12,19 +12,29 @@ use crate::config::LlamaConfig;
 use crate::error::{LlamaError, Result};
 use crate::gguf::GgufFile;
 use crate::linear::Linear;
+use crate::qkernel::QMatrix;
 
 /// Token embedding table: quantized rows (dequantized on lookup) or dense f32.
 #[derive(Debug, Clone)]
 pub(crate) enum Embedding {
     Quantized(Arc<QTensor>),
+    /// Repacked for the own kernels, shared with a tied output head.
+    Packed(Arc<QMatrix>),
     Dense(Tensor),
 }
 
 impl Embedding {
-    fn lookup(&self, ids: &Tensor) -> Result<Tensor> {
+    fn lookup(&self, ids: &[u32], device: &Device) -> Result<Tensor> {
         Ok(match self {
-            Self::Quantized(q) => q.embedding(ids)?,
-            Self::Dense(t) => t.embedding(ids)?,
+            Self::Quantized(q) => q.embedding(&Tensor::new(ids, device)?)?,
+            Self::Packed(q) => {
+                let mut rows = Vec::with_capacity(ids.len() * q.cols());
+                for &id in ids {
+                    rows.extend(q.dequantize_row(id as usize)?);
+                }
+                Tensor::from_vec(rows, (ids.len(), q.cols()), device)?
+            }
+            Self::Dense(t) => t.embedding(&Tensor::new(ids, device)?)?,
         })
     }
 }
@@ -172,8 +182,13 @@ impl LlamaModel {
             ));
         }
         let norm = dense(g, "output_norm.weight", &[d])?;
+        // A tied head shares the repacked table with the embedding lookup.
+        let embed_packed = QMatrix::from_qtensor(&embed_q)?.map(Arc::new);
         let output = if cfg.tie_embeddings {
-            Linear::from_arc(embed_q.clone())?
+            match &embed_packed {
+                Some(p) => Linear::Packed(p.clone()),
+                None => Linear::from_arc(embed_q.clone())?,
+            }
         } else {
             qmm(g, "output.weight", &[cfg.vocab_size, d])?
         };
@@ -185,9 +200,12 @@ impl LlamaModel {
         let mut names: Vec<&str> = g.tensor_names().collect();
         names.sort_unstable();
         names.hash(&mut h);
-        let embed = match embed_q.dtype() {
-            candle_core::quantized::GgmlDType::F32 => Embedding::Dense(embed_q.dequantize(&dev)?),
-            _ => Embedding::Quantized(embed_q),
+        let embed = match (embed_packed, embed_q.dtype()) {
+            (Some(p), _) => Embedding::Packed(p),
+            (None, candle_core::quantized::GgmlDType::F32) => {
+                Embedding::Dense(embed_q.dequantize(&dev)?)
+            }
+            (None, _) => Embedding::Quantized(embed_q),
         };
         Ok(Self {
             cfg,
@@ -398,6 +416,7 @@ impl LlamaModel {
         Ok(match &self.embed {
             Embedding::Dense(t) => t.clone(),
             Embedding::Quantized(q) => q.dequantize(&self.device)?,
+            Embedding::Packed(q) => Tensor::from_vec(q.dequantize(), (q.rows(), q.cols()), &self.device)?,
         })
     }
 
@@ -443,8 +462,7 @@ impl LlamaModel {
         let group = nh / nkv;
         let t_all = p0 + l;
         let eps = cfg.rms_eps as f32;
-        let ids = Tensor::new(tokens, &self.device)?;
-        let mut x = self.embed.lookup(&ids)?; // [l, d]
+        let mut x = self.embed.lookup(tokens, &self.device)?; // [l, d]
         let cos = self.cos.narrow(0, p0, l)?;
         let sin = self.sin.narrow(0, p0, l)?;
         let mask = if l > 1 {

@@ -1,18 +1,19 @@
-//! CPU matmul kernel for GGUF Q4_1 weights against f32 activations.
+//! CPU matmul kernels for GGUF Q4_1 and Q8_0 weights against f32 activations.
 //!
 //! candle 0.11 runs Q4_1 x Q8_1 dot products in a scalar loop (its SIMD paths cover Q4_0, Q8_0
 //! and the k-quants only), and SmolLM2's GGUF stores every projection in Q4_1, so that loop was
-//! most of a decode step. This kernel computes what llama.cpp computes: each activation row is
-//! quantized to Q8_1 (blocks of 32, `d = amax / 127`, `q = round(x / d)`, `s = d * sum(q)`, `d`
-//! and `s` rounded to f16 like ggml's block struct) and each output is
-//! `sum_b d_w * d_x * sum(q_w * q_x) + m_w * s_x`.
+//! most of a decode step. These kernels compute what llama.cpp computes: each activation row is
+//! quantized per block of 32 (`d = amax / 127`, `q = round(x / d)`, `s = d * sum(q)`, with `d`
+//! and `s` rounded to f16 like ggml's block structs) and each output is
+//! - Q4_1: `sum_b d_w * d_x * sum(q_w * q_x) + m_w * s_x` (activations as Q8_1),
+//! - Q8_0: `sum_b d_w * d_x * sum(q_w * q_x)` (activations as Q8_0, the same `d` and `q`).
 //!
-//! Weights are repacked at load time: rows are interleaved in groups of [`GROUP`] so that one
-//! 256-bit vector holds four consecutive 4-bit weights of eight different rows. One integer
-//! multiply-add step then advances eight row sums at once, a block's sum needs no horizontal
-//! reduction, and the per-row scales (kept as f32, converted once) load as one vector. The
-//! packed nibble byte for (row, element e) is the GGUF byte itself (low nibble = element e,
-//! high nibble = element e + 16), only the order of 4-byte chunks changes.
+//! Decode streams every weight from memory once per token, so bytes per weight decide its speed.
+//! The packed layout keeps GGUF's byte count (scales stay f16) but reorders it: rows are
+//! interleaved in groups of [`GROUP`] so that one 256-bit vector holds four consecutive weights
+//! of eight different rows. One integer multiply-add step then advances eight row sums at once,
+//! a block needs no horizontal reduction, the eight rows' scales load as one vector, and a row
+//! group's blocks form one sequential stream (quants followed by scales, block after block).
 //!
 //! The scalar kernel performs the same f32 operations in the same order per output as the SIMD
 //! kernels (integer block sums are exact), so all kernels agree bit for bit; tests rely on it.
@@ -24,21 +25,61 @@ use candle_core::{CpuStorage, Layout, Shape};
 
 use crate::error::{LlamaError, Result};
 
-/// Elements per quantization block (Q4_1 and Q8_1).
+/// Elements per quantization block (Q4_1, Q8_0 and Q8_1).
 pub const QK: usize = 32;
 /// Weight rows interleaved per packed group: one i32 lane of a 256-bit vector per row.
 pub const GROUP: usize = 8;
-/// Bytes of packed nibbles per (row group, block).
-const GROUP_BLOCK_BYTES: usize = GROUP * QK / 2;
-/// Bytes of one GGUF Q4_1 block: f16 d, f16 m, 16 bytes of nibbles.
-const Q4_1_BLOCK_BYTES: usize = 20;
+
+/// Weight formats with an own kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QFormat {
+    /// f16 d, f16 m, 16 bytes of nibbles (low nibble = element e, high = element e + 16).
+    Q4_1,
+    /// f16 d, 32 signed bytes.
+    Q8_0,
+}
+
+impl QFormat {
+    /// The format of a GGML dtype, if it has an own kernel.
+    pub fn from_ggml(dtype: GgmlDType) -> Option<Self> {
+        match dtype {
+            GgmlDType::Q4_1 => Some(Self::Q4_1),
+            GgmlDType::Q8_0 => Some(Self::Q8_0),
+            _ => None,
+        }
+    }
+
+    /// Bytes of one GGUF block.
+    fn ggml_block_bytes(self) -> usize {
+        match self {
+            Self::Q4_1 => 20,
+            Self::Q8_0 => 34,
+        }
+    }
+
+    /// Bytes of quants of one packed (group, block); its f16 scales follow.
+    fn packed_quant_bytes(self) -> usize {
+        match self {
+            Self::Q4_1 => GROUP * QK / 2,
+            Self::Q8_0 => GROUP * QK,
+        }
+    }
+
+    /// Bytes of one packed (group, block): quants, then `d` of the 8 rows (and `m` for Q4_1).
+    fn packed_bytes(self) -> usize {
+        match self {
+            Self::Q4_1 => GROUP * QK / 2 + 2 * GROUP * 2,
+            Self::Q8_0 => GROUP * QK + GROUP * 2,
+        }
+    }
+}
 
 /// Which implementation runs the dot products.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kernel {
     /// Portable Rust; the reference the SIMD kernels are tested against.
     Scalar,
-    /// AVX2 + FMA (`vpmaddubsw` / `vpmaddwd`).
+    /// AVX2 + FMA + F16C (`vpmaddubsw` / `vpmaddwd`).
     Avx2,
     /// AVX-512 VNNI on 256-bit vectors (`vpdpbusd`), needs AVX512VL as well.
     Avx512Vnni,
@@ -50,7 +91,11 @@ impl Kernel {
         match self {
             Kernel::Scalar => true,
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx2 => is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"),
+            Kernel::Avx2 => {
+                is_x86_feature_detected!("avx2")
+                    && is_x86_feature_detected!("fma")
+                    && is_x86_feature_detected!("f16c")
+            }
             #[cfg(target_arch = "x86_64")]
             Kernel::Avx512Vnni => {
                 Kernel::Avx2.is_available()
@@ -70,7 +115,7 @@ impl Kernel {
             .collect()
     }
 
-    /// The kernel used by [`Q41Matrix::matmul`]: the fastest available one, unless the
+    /// The kernel used by [`QMatrix::matmul`]: the fastest available one, unless the
     /// environment variable `PLANSMITH_QKERNEL` (`scalar`, `avx2`, `vnni`) names another
     /// available one (for measuring one kernel against another in the full model).
     pub fn best() -> Kernel {
@@ -158,83 +203,106 @@ fn round_f16(x: f32) -> f32 {
     f16_to_f32(f32_to_f16(x))
 }
 
-/// Q4_1 weights `[rows, cols]` repacked for the kernels (see the module docs).
+fn read_f16(b: &[u8], at: usize) -> f32 {
+    f16_to_f32(u16::from_le_bytes([b[at], b[at + 1]]))
+}
+
+/// Quantized weights `[rows, cols]` repacked for the kernels (see the module docs).
 #[derive(Clone)]
-pub struct Q41Matrix {
+pub struct QMatrix {
+    format: QFormat,
     rows: usize,
     cols: usize,
     /// Blocks per row.
     nb: usize,
     /// Row groups; the last one is zero-padded when `rows % GROUP != 0`.
     groups: usize,
-    /// Per (group, block): four 32-byte vectors; vector j holds, for row r of the group, the
-    /// GGUF nibble bytes 4j..4j+4 of that row's block at bytes 4r..4r+4.
-    qs: Vec<u8>,
-    /// Per (group, block): `d` of the group's rows, then `m` of the group's rows.
-    dm: Vec<f32>,
+    /// Per (group, block), `format.packed_bytes()`: the quants as vectors of 32 bytes (vector
+    /// j holds elements 4j..4j+4 of row r at bytes 4r..4r+4; Q4_1 keeps GGUF's nibble pairing,
+    /// so its vector j also carries elements 16+4j..16+4j+4 in the high nibbles; Q8_0 stores
+    /// `q + 128` as u8), then the rows' f16 `d`, then (Q4_1) their f16 `m`.
+    data: Vec<u8>,
 }
 
-impl std::fmt::Debug for Q41Matrix {
+impl std::fmt::Debug for QMatrix {
     // The weights themselves would flood any debug print of a model.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Q41Matrix[{}, {}]", self.rows, self.cols)
+        write!(f, "QMatrix<{:?}>[{}, {}]", self.format, self.rows, self.cols)
     }
 }
 
-impl Q41Matrix {
-    /// Repack GGUF Q4_1 data of a `[rows, cols]` matrix (row-major blocks).
+impl QMatrix {
+    /// Repack GGUF data of a `[rows, cols]` matrix (row-major blocks).
     ///
-    /// Errors: `cols` not a multiple of 32, or `data` not exactly `rows * cols / 32` blocks.
-    pub fn from_ggml(rows: usize, cols: usize, data: &[u8]) -> Result<Self> {
+    /// Errors: `cols` not a positive multiple of 32, or `data` not exactly `rows * cols / 32`
+    /// blocks.
+    pub fn from_ggml(format: QFormat, rows: usize, cols: usize, data: &[u8]) -> Result<Self> {
         if cols == 0 || cols % QK != 0 {
             return Err(LlamaError::Unsupported(format!(
-                "Q4_1 matrix with {cols} columns (must be a positive multiple of {QK})"
+                "{format:?} matrix with {cols} columns (must be a positive multiple of {QK})"
             )));
         }
         let nb = cols / QK;
-        let expected = rows
-            .checked_mul(nb)
-            .and_then(|b| b.checked_mul(Q4_1_BLOCK_BYTES));
+        let src_block = format.ggml_block_bytes();
+        let expected = rows.checked_mul(nb).and_then(|b| b.checked_mul(src_block));
         if expected != Some(data.len()) {
             return Err(LlamaError::State(format!(
-                "Q4_1 matrix [{rows}, {cols}] needs {} bytes, got {}",
+                "{format:?} matrix [{rows}, {cols}] needs {} bytes, got {}",
                 expected.map_or_else(|| "too many".to_string(), |e| e.to_string()),
                 data.len()
             )));
         }
         let groups = rows.div_ceil(GROUP);
-        let mut qs = vec![0u8; groups * nb * GROUP_BLOCK_BYTES];
-        let mut dm = vec![0f32; groups * nb * 2 * GROUP];
+        let pb = format.packed_bytes();
+        let qb = format.packed_quant_bytes();
+        let mut packed = vec![0u8; groups * nb * pb];
         for row in 0..rows {
             let (g, r) = (row / GROUP, row % GROUP);
             for b in 0..nb {
-                let src = &data[(row * nb + b) * Q4_1_BLOCK_BYTES..][..Q4_1_BLOCK_BYTES];
-                let gb = g * nb + b;
-                dm[gb * 2 * GROUP + r] = f16_to_f32(u16::from_le_bytes([src[0], src[1]]));
-                dm[gb * 2 * GROUP + GROUP + r] = f16_to_f32(u16::from_le_bytes([src[2], src[3]]));
-                let dst = &mut qs[gb * GROUP_BLOCK_BYTES..][..GROUP_BLOCK_BYTES];
-                for j in 0..4 {
-                    dst[j * 32 + r * 4..][..4].copy_from_slice(&src[4 + j * 4..][..4]);
+                let src = &data[(row * nb + b) * src_block..][..src_block];
+                let dst = &mut packed[(g * nb + b) * pb..][..pb];
+                match format {
+                    QFormat::Q4_1 => {
+                        for j in 0..4 {
+                            dst[j * 32 + r * 4..][..4].copy_from_slice(&src[4 + j * 4..][..4]);
+                        }
+                        dst[qb + 2 * r..][..2].copy_from_slice(&src[0..2]);
+                        dst[qb + 2 * GROUP + 2 * r..][..2].copy_from_slice(&src[2..4]);
+                    }
+                    QFormat::Q8_0 => {
+                        for j in 0..8 {
+                            for i in 0..4 {
+                                // q + 128 as u8: vpdpbusd multiplies unsigned by signed bytes.
+                                dst[j * 32 + r * 4 + i] = src[2 + j * 4 + i] ^ 0x80;
+                            }
+                        }
+                        dst[qb + 2 * r..][..2].copy_from_slice(&src[0..2]);
+                    }
                 }
             }
         }
         Ok(Self {
+            format,
             rows,
             cols,
             nb,
             groups,
-            qs,
-            dm,
+            data: packed,
         })
     }
 
-    /// Repack a candle Q4_1 tensor of shape `[rows, cols]`; `None` for any other dtype.
+    /// Repack a candle tensor of shape `[rows, cols]`; `None` for a dtype without own kernel.
     pub fn from_qtensor(q: &QTensor) -> Result<Option<Self>> {
-        if q.dtype() != GgmlDType::Q4_1 {
+        let Some(format) = QFormat::from_ggml(q.dtype()) else {
             return Ok(None);
-        }
+        };
         let (rows, cols) = q.shape().dims2()?;
-        Ok(Some(Self::from_ggml(rows, cols, &q.data()?)?))
+        Ok(Some(Self::from_ggml(format, rows, cols, &q.data()?)?))
+    }
+
+    /// The weight format.
+    pub fn format(&self) -> QFormat {
+        self.format
     }
 
     /// Output features.
@@ -247,26 +315,51 @@ impl Q41Matrix {
         self.cols
     }
 
-    /// Weight `(row, col)` of the block at `(group, block)`: nibble and the row's d, m.
-    fn weight(&self, row: usize, col: usize) -> f32 {
+    /// Row `row` as f32, bit-identical to candle's (and ggml's) dequantization.
+    fn dequantize_row_into(&self, row: usize, out: &mut [f32]) {
         let (g, r) = (row / GROUP, row % GROUP);
-        let (b, e) = (col / QK, col % QK);
-        let gb = g * self.nb + b;
-        let byte = self.qs[gb * GROUP_BLOCK_BYTES + (e % 16 / 4) * 32 + r * 4 + e % 4];
-        let q = if e < 16 { byte & 0x0f } else { byte >> 4 };
-        let d = self.dm[gb * 2 * GROUP + r];
-        let m = self.dm[gb * 2 * GROUP + GROUP + r];
-        // Same expression as ggml's / candle's dequantize_row_q4_1.
-        q as f32 * d + m
+        let (pb, qb) = (self.format.packed_bytes(), self.format.packed_quant_bytes());
+        for (b, ob) in out.chunks_exact_mut(QK).enumerate() {
+            let blk = &self.data[(g * self.nb + b) * pb..][..pb];
+            let d = read_f16(blk, qb + 2 * r);
+            match self.format {
+                QFormat::Q4_1 => {
+                    let m = read_f16(blk, qb + 2 * GROUP + 2 * r);
+                    for (e, o) in ob.iter_mut().enumerate() {
+                        let byte = blk[(e % 16 / 4) * 32 + r * 4 + e % 4];
+                        let q = if e < 16 { byte & 0x0f } else { byte >> 4 };
+                        // The expression of ggml's / candle's dequantize_row_q4_1.
+                        *o = q as f32 * d + m;
+                    }
+                }
+                QFormat::Q8_0 => {
+                    for (e, o) in ob.iter_mut().enumerate() {
+                        let byte = blk[(e / 4) * 32 + r * 4 + e % 4];
+                        *o = ((byte ^ 0x80) as i8) as f32 * d;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Row `row` as f32 (embedding lookup). Errors: `row >= rows`.
+    pub fn dequantize_row(&self, row: usize) -> Result<Vec<f32>> {
+        if row >= self.rows {
+            return Err(LlamaError::State(format!(
+                "row {row} of a {}-row matrix",
+                self.rows
+            )));
+        }
+        let mut out = vec![0f32; self.cols];
+        self.dequantize_row_into(row, &mut out);
+        Ok(out)
     }
 
     /// The weights as dense f32 `[rows, cols]`, bit-identical to candle's dequantization.
     pub fn dequantize(&self) -> Vec<f32> {
-        let mut out = Vec::with_capacity(self.rows * self.cols);
-        for row in 0..self.rows {
-            for col in 0..self.cols {
-                out.push(self.weight(row, col));
-            }
+        let mut out = vec![0f32; self.rows * self.cols];
+        for (row, o) in out.chunks_exact_mut(self.cols).enumerate() {
+            self.dequantize_row_into(row, o);
         }
         out
     }
@@ -338,14 +431,16 @@ impl OutPtr {
     }
 }
 
-/// Activation rows quantized to Q8_1.
+/// Activation rows quantized per block of 32 (Q8_1, which carries Q8_0 as well).
 struct Q8Acts {
     /// `[m, nb, 32]`.
     qs: Vec<i8>,
     /// Per (row, block): f16-rounded `d`.
     d: Vec<f32>,
-    /// Per (row, block): f16-rounded `d * sum(q)`.
+    /// Per (row, block): f16-rounded `d * sum(q)` (Q8_1's `s`).
     s: Vec<f32>,
+    /// Per (row, block): `sum(q)` (undoes the +128 of packed Q8_0 weights).
+    sum: Vec<i32>,
 }
 
 impl Q8Acts {
@@ -353,6 +448,7 @@ impl Q8Acts {
         let mut qs = vec![0i8; m * nb * QK];
         let mut d = vec![0f32; m * nb];
         let mut s = vec![0f32; m * nb];
+        let mut sums = vec![0i32; m * nb];
         for (i, (xb, qb)) in x.chunks_exact(QK).zip(qs.chunks_exact_mut(QK)).enumerate() {
             let amax = xb.iter().fold(0f32, |a, v| a.max(v.abs()));
             let db = amax / 127.0;
@@ -368,73 +464,82 @@ impl Q8Acts {
             }
             d[i] = round_f16(db);
             s[i] = round_f16(db * sum as f32);
+            sums[i] = sum;
         }
-        Self { qs, d, s }
+        Self {
+            qs,
+            d,
+            s,
+            sum: sums,
+        }
     }
 }
 
 /// Outputs of group `g` for activation rows `x0..x0 + c` (`c <= 4`) into `out[0..c]`.
 fn run_group(
     kernel: Kernel,
-    w: &Q41Matrix,
+    w: &QMatrix,
     g: usize,
     a: &Q8Acts,
     x0: usize,
     c: usize,
     out: &mut [[f32; GROUP]; 4],
 ) {
-    match kernel {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `matmul_with` checked `kernel.is_available()`; indices are in range because
-        // g < groups, x0 + c <= m and every buffer was sized from (groups, nb, m).
-        Kernel::Avx2 => unsafe {
-            match c {
-                1 => x86::group_avx2::<1>(w, g, a, x0, out),
-                2 => x86::group_avx2::<2>(w, g, a, x0, out),
-                3 => x86::group_avx2::<3>(w, g, a, x0, out),
-                _ => x86::group_avx2::<4>(w, g, a, x0, out),
+    #[cfg(target_arch = "x86_64")]
+    macro_rules! tiles {
+        ($f:ident) => {
+            // SAFETY: `matmul_with` checked `kernel.is_available()`; indices are in range
+            // because g < groups, x0 + c <= m and every buffer was sized from (groups, nb, m).
+            unsafe {
+                match c {
+                    1 => x86::$f::<1>(w, g, a, x0, out),
+                    2 => x86::$f::<2>(w, g, a, x0, out),
+                    3 => x86::$f::<3>(w, g, a, x0, out),
+                    _ => x86::$f::<4>(w, g, a, x0, out),
+                }
             }
-        },
+        };
+    }
+    match (kernel, w.format) {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above.
-        Kernel::Avx512Vnni => unsafe {
-            match c {
-                1 => x86::group_vnni::<1>(w, g, a, x0, out),
-                2 => x86::group_vnni::<2>(w, g, a, x0, out),
-                3 => x86::group_vnni::<3>(w, g, a, x0, out),
-                _ => x86::group_vnni::<4>(w, g, a, x0, out),
-            }
-        },
-        _ => group_scalar(w, g, a, x0, c, out),
+        (Kernel::Avx2, QFormat::Q4_1) => tiles!(q41_avx2),
+        #[cfg(target_arch = "x86_64")]
+        (Kernel::Avx512Vnni, QFormat::Q4_1) => tiles!(q41_vnni),
+        #[cfg(target_arch = "x86_64")]
+        (Kernel::Avx2, QFormat::Q8_0) => tiles!(q80_avx2),
+        #[cfg(target_arch = "x86_64")]
+        (Kernel::Avx512Vnni, QFormat::Q8_0) => tiles!(q80_vnni),
+        (_, QFormat::Q4_1) => q41_scalar(w, g, a, x0, c, out),
+        (_, QFormat::Q8_0) => q80_scalar(w, g, a, x0, c, out),
     }
 }
 
-/// Reference kernel. Per output: `acc_d = fma(isum, d_w * d_x, acc_d)` and
+/// Reference Q4_1 kernel. Per output: `acc_d = fma(isum, d_w * d_x, acc_d)` and
 /// `acc_m = fma(m_w, s_x, acc_m)` over blocks, result `acc_d + acc_m`: the SIMD kernels do the
 /// same operations lane-wise.
-fn group_scalar(w: &Q41Matrix, g: usize, a: &Q8Acts, x0: usize, c: usize, out: &mut [[f32; GROUP]; 4]) {
-    let nb = w.nb;
+fn q41_scalar(w: &QMatrix, g: usize, a: &Q8Acts, x0: usize, c: usize, out: &mut [[f32; GROUP]; 4]) {
+    let (nb, pb, qb) = (w.nb, w.format.packed_bytes(), w.format.packed_quant_bytes());
     for (ci, o) in out.iter_mut().enumerate().take(c) {
         let xr = x0 + ci;
         let mut acc_d = [0f32; GROUP];
         let mut acc_m = [0f32; GROUP];
         for b in 0..nb {
-            let gb = g * nb + b;
-            let qs = &w.qs[gb * GROUP_BLOCK_BYTES..][..GROUP_BLOCK_BYTES];
-            let dm = &w.dm[gb * 2 * GROUP..][..2 * GROUP];
+            let blk = &w.data[(g * nb + b) * pb..][..pb];
             let xq = &a.qs[(xr * nb + b) * QK..][..QK];
             let (dx, sx) = (a.d[xr * nb + b], a.s[xr * nb + b]);
             for r in 0..GROUP {
                 let mut isum = 0i32;
                 for j in 0..4 {
                     for i in 0..4 {
-                        let byte = qs[j * 32 + r * 4 + i];
+                        let byte = blk[j * 32 + r * 4 + i];
                         isum += (byte & 0x0f) as i32 * xq[j * 4 + i] as i32;
                         isum += (byte >> 4) as i32 * xq[16 + j * 4 + i] as i32;
                     }
                 }
-                acc_d[r] = (isum as f32).mul_add(dm[r] * dx, acc_d[r]);
-                acc_m[r] = dm[GROUP + r].mul_add(sx, acc_m[r]);
+                let dw = read_f16(blk, qb + 2 * r);
+                let mw = read_f16(blk, qb + 2 * GROUP + 2 * r);
+                acc_d[r] = (isum as f32).mul_add(dw * dx, acc_d[r]);
+                acc_m[r] = mw.mul_add(sx, acc_m[r]);
             }
         }
         for r in 0..GROUP {
@@ -443,15 +548,41 @@ fn group_scalar(w: &Q41Matrix, g: usize, a: &Q8Acts, x0: usize, c: usize, out: &
     }
 }
 
+/// Reference Q8_0 kernel. Per output: `acc = fma(isum, d_w * d_x, acc)` over blocks.
+fn q80_scalar(w: &QMatrix, g: usize, a: &Q8Acts, x0: usize, c: usize, out: &mut [[f32; GROUP]; 4]) {
+    let (nb, pb, qb) = (w.nb, w.format.packed_bytes(), w.format.packed_quant_bytes());
+    for (ci, o) in out.iter_mut().enumerate().take(c) {
+        let xr = x0 + ci;
+        let mut acc = [0f32; GROUP];
+        for b in 0..nb {
+            let blk = &w.data[(g * nb + b) * pb..][..pb];
+            let xq = &a.qs[(xr * nb + b) * QK..][..QK];
+            let dx = a.d[xr * nb + b];
+            for r in 0..GROUP {
+                let mut isum = 0i32;
+                for j in 0..8 {
+                    for i in 0..4 {
+                        let q = (blk[j * 32 + r * 4 + i] ^ 0x80) as i8;
+                        isum += q as i32 * xq[j * 4 + i] as i32;
+                    }
+                }
+                let dw = read_f16(blk, qb + 2 * r);
+                acc[r] = (isum as f32).mul_add(dw * dx, acc[r]);
+            }
+        }
+        *o = acc;
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{Q41Matrix, Q8Acts, GROUP, GROUP_BLOCK_BYTES, QK};
+    use super::{Q8Acts, QFormat, QMatrix, GROUP, QK};
     use std::arch::x86_64::*;
 
-    /// The eight unpacked weight vectors of a (group, block): vector `j` holds elements
+    /// The eight unpacked Q4_1 weight vectors of a (group, block): vector `j` holds elements
     /// 4j..4j+4 of each row (j < 4 from low nibbles, j >= 4 from high nibbles).
     #[inline(always)]
-    unsafe fn unpack(p: *const u8) -> [__m256i; 8] {
+    unsafe fn unpack_q41(p: *const u8) -> [__m256i; 8] {
         let mask = _mm256_set1_epi8(0x0f);
         let v0 = _mm256_loadu_si256(p as *const __m256i);
         let v1 = _mm256_loadu_si256(p.add(32) as *const __m256i);
@@ -469,119 +600,152 @@ mod x86 {
         ]
     }
 
+    /// The eight packed Q8_0 weight vectors (`q + 128`) of a (group, block).
+    #[inline(always)]
+    unsafe fn load_q80(p: *const u8) -> [__m256i; 8] {
+        let l = |j: usize| _mm256_loadu_si256(p.add(32 * j) as *const __m256i);
+        [l(0), l(1), l(2), l(3), l(4), l(5), l(6), l(7)]
+    }
+
+    /// Eight f16 scales -> f32.
+    #[inline(always)]
+    unsafe fn scales(p: *const u8) -> __m256 {
+        _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i))
+    }
+
     /// Four activation bytes (elements 4j..4j+4 of a block) in every i32 lane.
     #[inline(always)]
     unsafe fn bcast4(x: *const i8, j: usize) -> __m256i {
         _mm256_set1_epi32(std::ptr::read_unaligned(x.add(4 * j) as *const i32))
     }
 
-    /// Folds one block's integer row sums into the accumulators (see `group_scalar`).
+    /// `acc += isum * (d_w * d_x)` lane-wise (see `q41_scalar` / `q80_scalar`).
     #[inline(always)]
-    unsafe fn accumulate(
-        isum: __m256i,
-        dw: __m256,
-        mw: __m256,
-        dx: f32,
-        sx: f32,
-        acc_d: &mut __m256,
-        acc_m: &mut __m256,
-    ) {
+    unsafe fn acc_scaled(isum: __m256i, dw: __m256, dx: f32, acc: &mut __m256) {
         let scale = _mm256_mul_ps(dw, _mm256_set1_ps(dx));
-        *acc_d = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), scale, *acc_d);
-        *acc_m = _mm256_fmadd_ps(mw, _mm256_set1_ps(sx), *acc_m);
+        *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), scale, *acc);
     }
 
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn group_avx2<const C: usize>(
-        w: &Q41Matrix,
-        g: usize,
-        a: &Q8Acts,
-        x0: usize,
-        out: &mut [[f32; GROUP]; 4],
-    ) {
-        let nb = w.nb;
+    /// One block's eight row sums from unpacked Q4_1 weights, AVX2: u4 * i8 pairs stay within
+    /// +-3810, so eight `vpmaddubsw` results add up in i16 before one widening `vpmaddwd`.
+    #[inline(always)]
+    unsafe fn dot_q41_avx2(u: &[__m256i; 8], x: *const i8) -> __m256i {
+        let mut s16 = _mm256_maddubs_epi16(u[0], bcast4(x, 0));
+        for (j, uj) in u.iter().enumerate().skip(1) {
+            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(*uj, bcast4(x, j)));
+        }
+        _mm256_madd_epi16(s16, _mm256_set1_epi16(1))
+    }
+
+    /// One block's eight row sums with `vpdpbusd`, in two chains to halve its latency.
+    #[inline(always)]
+    unsafe fn dot_vnni(u: &[__m256i; 8], x: *const i8) -> __m256i {
+        let mut s0 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u[0], bcast4(x, 0));
+        let mut s1 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u[4], bcast4(x, 4));
+        for j in 1..4 {
+            s0 = _mm256_dpbusd_epi32(s0, u[j], bcast4(x, j));
+            s1 = _mm256_dpbusd_epi32(s1, u[j + 4], bcast4(x, j + 4));
+        }
+        _mm256_add_epi32(s0, s1)
+    }
+
+    /// One block's eight row sums from packed Q8_0 weights (`q + 128`), AVX2: the products of
+    /// `vpmaddubsw` must stay unsigned x signed without saturating, so it multiplies `|q|` by
+    /// `x` carrying the sign of `q` (at most 128 * 127 * 2 per pair) and widens each step.
+    #[inline(always)]
+    unsafe fn dot_q80_avx2(u: &[__m256i; 8], x: *const i8) -> __m256i {
+        let flip = _mm256_set1_epi8(-128);
         let ones = _mm256_set1_epi16(1);
-        let mut acc_d = [_mm256_setzero_ps(); C];
-        let mut acc_m = [_mm256_setzero_ps(); C];
-        let qs = w.qs.as_ptr().add(g * nb * GROUP_BLOCK_BYTES);
-        let dm = w.dm.as_ptr().add(g * nb * 2 * GROUP);
-        for b in 0..nb {
-            let u = unpack(qs.add(b * GROUP_BLOCK_BYTES));
-            let dw = _mm256_loadu_ps(dm.add(b * 2 * GROUP));
-            let mw = _mm256_loadu_ps(dm.add(b * 2 * GROUP + GROUP));
-            for c in 0..C {
-                let xi = (x0 + c) * nb + b;
-                let x = a.qs.as_ptr().add(xi * QK);
-                // u4 * i8 pairs stay within +-3810 and eight of them within i16.
-                let mut s16 = _mm256_maddubs_epi16(u[0], bcast4(x, 0));
-                for (j, uj) in u.iter().enumerate().skip(1) {
-                    s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(*uj, bcast4(x, j)));
-                }
-                let isum = _mm256_madd_epi16(s16, ones);
-                accumulate(
-                    isum,
-                    dw,
-                    mw,
-                    *a.d.get_unchecked(xi),
-                    *a.s.get_unchecked(xi),
-                    &mut acc_d[c],
-                    &mut acc_m[c],
-                );
-            }
+        let mut s = _mm256_setzero_si256();
+        for (j, uj) in u.iter().enumerate() {
+            let q = _mm256_xor_si256(*uj, flip);
+            let p = _mm256_maddubs_epi16(_mm256_abs_epi8(q), _mm256_sign_epi8(bcast4(x, j), q));
+            s = _mm256_add_epi32(s, _mm256_madd_epi16(p, ones));
         }
-        for c in 0..C {
-            _mm256_storeu_ps(out[c].as_mut_ptr(), _mm256_add_ps(acc_d[c], acc_m[c]));
-        }
+        s
     }
 
-    #[target_feature(enable = "avx2,fma,avx512vnni,avx512vl")]
-    pub(super) unsafe fn group_vnni<const C: usize>(
-        w: &Q41Matrix,
-        g: usize,
-        a: &Q8Acts,
-        x0: usize,
-        out: &mut [[f32; GROUP]; 4],
-    ) {
-        let nb = w.nb;
-        let mut acc_d = [_mm256_setzero_ps(); C];
-        let mut acc_m = [_mm256_setzero_ps(); C];
-        let qs = w.qs.as_ptr().add(g * nb * GROUP_BLOCK_BYTES);
-        let dm = w.dm.as_ptr().add(g * nb * 2 * GROUP);
-        for b in 0..nb {
-            let u = unpack(qs.add(b * GROUP_BLOCK_BYTES));
-            let dw = _mm256_loadu_ps(dm.add(b * 2 * GROUP));
-            let mw = _mm256_loadu_ps(dm.add(b * 2 * GROUP + GROUP));
-            for c in 0..C {
-                let xi = (x0 + c) * nb + b;
-                let x = a.qs.as_ptr().add(xi * QK);
-                // Two independent chains halve the dependent vpdpbusd latency.
-                let mut s0 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u[0], bcast4(x, 0));
-                let mut s1 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u[4], bcast4(x, 4));
-                for j in 1..4 {
-                    s0 = _mm256_dpbusd_epi32(s0, u[j], bcast4(x, j));
-                    s1 = _mm256_dpbusd_epi32(s1, u[j + 4], bcast4(x, j + 4));
+    macro_rules! q41_kernel {
+        ($name:ident, $features:literal, $dot:ident) => {
+            #[target_feature(enable = $features)]
+            pub(super) unsafe fn $name<const C: usize>(
+                w: &QMatrix,
+                g: usize,
+                a: &Q8Acts,
+                x0: usize,
+                out: &mut [[f32; GROUP]; 4],
+            ) {
+                let (nb, pb) = (w.nb, QFormat::Q4_1.packed_bytes());
+                let qb = QFormat::Q4_1.packed_quant_bytes();
+                let mut acc_d = [_mm256_setzero_ps(); C];
+                let mut acc_m = [_mm256_setzero_ps(); C];
+                let base = w.data.as_ptr().add(g * nb * pb);
+                for b in 0..nb {
+                    let blk = base.add(b * pb);
+                    let u = unpack_q41(blk);
+                    let dw = scales(blk.add(qb));
+                    let mw = scales(blk.add(qb + 2 * GROUP));
+                    for c in 0..C {
+                        let xi = (x0 + c) * nb + b;
+                        let isum = $dot(&u, a.qs.as_ptr().add(xi * QK));
+                        acc_scaled(isum, dw, *a.d.get_unchecked(xi), &mut acc_d[c]);
+                        let sx = _mm256_set1_ps(*a.s.get_unchecked(xi));
+                        acc_m[c] = _mm256_fmadd_ps(mw, sx, acc_m[c]);
+                    }
                 }
-                accumulate(
-                    _mm256_add_epi32(s0, s1),
-                    dw,
-                    mw,
-                    *a.d.get_unchecked(xi),
-                    *a.s.get_unchecked(xi),
-                    &mut acc_d[c],
-                    &mut acc_m[c],
-                );
+                for c in 0..C {
+                    _mm256_storeu_ps(out[c].as_mut_ptr(), _mm256_add_ps(acc_d[c], acc_m[c]));
+                }
             }
-        }
-        for c in 0..C {
-            _mm256_storeu_ps(out[c].as_mut_ptr(), _mm256_add_ps(acc_d[c], acc_m[c]));
-        }
+        };
     }
+
+    macro_rules! q80_kernel {
+        ($name:ident, $features:literal, $dot:ident, $offset:expr) => {
+            #[target_feature(enable = $features)]
+            pub(super) unsafe fn $name<const C: usize>(
+                w: &QMatrix,
+                g: usize,
+                a: &Q8Acts,
+                x0: usize,
+                out: &mut [[f32; GROUP]; 4],
+            ) {
+                let (nb, pb) = (w.nb, QFormat::Q8_0.packed_bytes());
+                let qb = QFormat::Q8_0.packed_quant_bytes();
+                let mut acc = [_mm256_setzero_ps(); C];
+                let base = w.data.as_ptr().add(g * nb * pb);
+                for b in 0..nb {
+                    let blk = base.add(b * pb);
+                    let u = load_q80(blk);
+                    let dw = scales(blk.add(qb));
+                    for c in 0..C {
+                        let xi = (x0 + c) * nb + b;
+                        let mut isum = $dot(&u, a.qs.as_ptr().add(xi * QK));
+                        if $offset {
+                            // sum((q + 128) * x) - 128 * sum(x) = sum(q * x), exactly.
+                            let corr = _mm256_set1_epi32(128 * *a.sum.get_unchecked(xi));
+                            isum = _mm256_sub_epi32(isum, corr);
+                        }
+                        acc_scaled(isum, dw, *a.d.get_unchecked(xi), &mut acc[c]);
+                    }
+                }
+                for c in 0..C {
+                    _mm256_storeu_ps(out[c].as_mut_ptr(), acc[c]);
+                }
+            }
+        };
+    }
+
+    q41_kernel!(q41_avx2, "avx2,fma,f16c", dot_q41_avx2);
+    q41_kernel!(q41_vnni, "avx2,fma,f16c,avx512vnni,avx512vl", dot_vnni);
+    q80_kernel!(q80_avx2, "avx2,fma,f16c", dot_q80_avx2, false);
+    q80_kernel!(q80_vnni, "avx2,fma,f16c,avx512vnni,avx512vl", dot_vnni, true);
 }
 
 /// candle entry point: `x [.., cols] -> [.., rows]` for contiguous f32 CPU tensors.
-impl candle_core::CustomOp1 for Q41Matrix {
+impl candle_core::CustomOp1 for QMatrix {
     fn name(&self) -> &'static str {
-        "plansmith-q4_1-matmul"
+        "plansmith-qmatmul"
     }
 
     fn cpu_fwd(
@@ -590,15 +754,15 @@ impl candle_core::CustomOp1 for Q41Matrix {
         layout: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
         let CpuStorage::F32(data) = storage else {
-            candle_core::bail!("Q4_1 matmul expects f32 activations")
+            candle_core::bail!("quantized matmul expects f32 activations")
         };
         let Some((start, end)) = layout.contiguous_offsets() else {
-            candle_core::bail!("Q4_1 matmul expects contiguous activations {layout:?}")
+            candle_core::bail!("quantized matmul expects contiguous activations {layout:?}")
         };
         let mut dims = layout.dims().to_vec();
         if dims.last() != Some(&self.cols) {
             candle_core::bail!(
-                "Q4_1 matmul: activations {dims:?} do not end in {} columns",
+                "quantized matmul: activations {dims:?} do not end in {} columns",
                 self.cols
             )
         }
