@@ -1,6 +1,7 @@
 //! plansmith-data: training data for plansmith planners.
 //!
 //! - [`pace`]: the Pace domain generator (ten verbs, held-out splits, stats).
+//! - [`casing`]: ALL-CAPS variants of copy-faithful traces (training augmentation).
 //! - [`legacy`]: v6 executor tags (`[CLICK:Save]`) for old clients.
 //! - [`augment`]: tools-in-prompt augmentation (renaming, shuffling, distractors, removed
 //!   tools) and [`families`] of synthetic tools beyond Pace.
@@ -9,6 +10,7 @@
 //! Everything is deterministic per seed ([`rng::Rng`], no global state).
 
 pub mod augment;
+pub mod casing;
 pub mod families;
 pub mod import;
 pub mod legacy;
@@ -18,6 +20,7 @@ pub mod rng;
 use std::path::Path;
 
 pub use augment::{augment_traces, prompt_catalog_line, AugmentConfig, AugmentStats};
+pub use casing::shouted;
 pub use families::{families, synthetic_traces, Family};
 pub use import::{
     export_openai_chat, export_traces, export_trl, export_xlam, import_bfcl, import_openai_chat,

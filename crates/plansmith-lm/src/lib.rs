@@ -5,7 +5,8 @@
 //! prompt-masked SFT training — pure Rust on candle (core + nn), CPU first.
 //!
 //! ## What this crate owns
-//! - **Codecs** ([`codec`]): the mixle-compatible character codec (pad 0, unk 1, sorted corpus
+//! - **Codecs** ([`codec`], [`piece`]): learned sub-word pieces (the default for new planners),
+//!   the mixle-compatible character codec (pad 0, unk 1, sorted corpus
 //!   characters plus `\n`, persisted as `{"itos": [...]}`) and a byte-level codec; the
 //!   [`Codec`] trait exposes `token_bytes` so a grammar engine can build its token trie.
 //! - **TinyGpt** ([`tiny_gpt`]): mixle's `CausalLM` architecture (pre-LN, fused QKV, 4x GELU
@@ -40,6 +41,7 @@ pub mod error;
 pub mod fast;
 pub mod io;
 pub mod optim;
+pub mod piece;
 pub mod tiny_gpt;
 pub mod train;
 
@@ -51,6 +53,7 @@ pub use decode::{
 };
 pub use error::{LmError, Result};
 pub use fast::{FastBatch, FastTrainer};
+pub use piece::PieceCodec;
 pub use tiny_gpt::{KvCache, PosEncoding, TinyGpt, TinyGptConfig};
 pub use train::{
     fit_pairs, fit_token_pairs, CheckpointConfig, Progress, TrainConfig, TrainEngine, TrainReport,

@@ -145,7 +145,7 @@ pub enum TrainEngine {
 /// Whether to draw a progress bar.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Progress {
-    /// An indicatif bar on stderr with loss, chars/s and ETA.
+    /// An indicatif bar on stderr with loss, tokens/s and ETA.
     Bar,
     /// Nothing (tests, libraries).
     Hidden,
@@ -158,8 +158,8 @@ pub struct TrainReport {
     pub final_loss: f64,
     /// Loss of the last optimizer step.
     pub last_step_loss: f64,
-    /// Sequence characters (prompt + completion tokens) processed per second in this run.
-    pub chars_per_sec: f64,
+    /// Sequence tokens (prompt + completion) processed per second in this run.
+    pub tokens_per_sec: f64,
     /// Global optimizer steps done (including those before a resume).
     pub steps: usize,
     /// Steps of the whole schedule.
@@ -585,7 +585,7 @@ pub fn fit_token_pairs(
         // Logs and CI have no terminal for the bar: print a line every 5% instead.
         if plain_log && (step - start).is_multiple_of((total / 20).max(1)) {
             eprintln!(
-                "step {step}/{total} epoch {}/{} loss {l:.4} | {:.0} chars/s | {secs:.0}s",
+                "step {step}/{total} epoch {}/{} loss {l:.4} | {:.0} tok/s | {secs:.0}s",
                 epoch + 1,
                 cfg.epochs,
                 chars as f64 / secs.max(1e-9)
@@ -593,7 +593,7 @@ pub fn fit_token_pairs(
         }
         bar.set_position(step as u64);
         bar.set_message(format!(
-            "epoch {}/{} loss {:.4} | {:.0} chars/s",
+            "epoch {}/{} loss {:.4} | {:.0} tok/s",
             epoch + 1,
             cfg.epochs,
             l,
@@ -631,7 +631,7 @@ pub fn fit_token_pairs(
     Ok(TrainReport {
         final_loss,
         last_step_loss,
-        chars_per_sec: chars as f64 / seconds.max(1e-9),
+        tokens_per_sec: chars as f64 / seconds.max(1e-9),
         steps: step,
         total_steps: total,
         steps_this_run: step - start,

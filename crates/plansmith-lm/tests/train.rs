@@ -74,7 +74,7 @@ fn loss_falls_and_model_copies_digits() {
     let rep = fit_pairs(&mut model, &codec, &train, &cfg, Progress::Hidden).unwrap();
     eprintln!("{rep:?}");
     assert!(rep.final_loss < 0.15, "final loss {}", rep.final_loss);
-    assert!(rep.chars_per_sec > 0.0 && rep.steps == rep.total_steps);
+    assert!(rep.tokens_per_sec > 0.0 && rep.steps == rep.total_steps);
     let after = plansmith_lm::score_completion(&model, &codec, &held[0].0, &held[0].1).unwrap();
     assert!(after.mean > before.mean + 1.0, "{before:?} -> {after:?}");
     let mut ok = 0;

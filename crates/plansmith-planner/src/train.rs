@@ -4,7 +4,8 @@ use std::collections::BTreeSet;
 
 use plansmith_core::{Catalog, Trace};
 use plansmith_lm::{
-    fit_pairs, AnyCodec, CharCodec, Progress, TinyGpt, TinyGptConfig, TrainConfig, TrainReport,
+    fit_pairs, AnyCodec, CharCodec, Codec, PieceCodec, Progress, TinyGpt, TinyGptConfig,
+    TrainConfig, TrainReport,
 };
 use serde::{Deserialize, Serialize};
 
@@ -98,10 +99,43 @@ pub fn trace_catalog<'a>(
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TrainSpec {
     pub model: TinyGptConfig,
+    pub codec: CodecChoice,
     pub train: TrainConfig,
     pub settings: PlannerSettings,
     /// Precision the floor must reach on the calibration split (1.0 = no wrong plan accepted).
     pub target_precision: f64,
+}
+
+/// The vocabulary a new tiny planner learns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum CodecChoice {
+    /// One id per character (mixle's codec).
+    Char,
+    /// Sub-word pieces learned from the training pairs, up to `vocab` ids. A piece occurs at
+    /// least 8 times in the corpus, so rare names are spelt from smaller pieces.
+    Piece { vocab: usize },
+}
+
+impl Default for CodecChoice {
+    fn default() -> Self {
+        CodecChoice::Piece { vocab: 1024 }
+    }
+}
+
+impl CodecChoice {
+    fn learn(self, train_pairs: &[(String, String)]) -> AnyCodec {
+        // Printable ASCII is always in the vocabulary: requests and grammars may need
+        // characters (like the DSL's `|`) that the training data happens not to contain.
+        let texts = train_pairs
+            .iter()
+            .flat_map(|(p, c)| [p.as_str(), c.as_str()])
+            .chain([PRINTABLE_ASCII]);
+        match self {
+            CodecChoice::Char => AnyCodec::Char(CharCodec::from_corpus(texts)),
+            CodecChoice::Piece { vocab } => AnyCodec::Piece(PieceCodec::learn(texts, vocab, 8)),
+        }
+    }
 }
 
 pub struct Trained {
@@ -133,11 +167,6 @@ pub fn train_planner_from(
         return Err(PlannerError::Data("no training traces".into()));
     }
     let train_pairs = pairs(&splits.train, &catalog, &spec.settings)?;
-    let longest = train_pairs
-        .iter()
-        .map(|(p, c)| p.chars().count() + c.chars().count())
-        .max()
-        .unwrap_or(0);
     let (codec, init_model) = match init.map(|p| p.lm) {
         Some(crate::backend::Lm::Tiny(t)) => (t.codec, Some(t.model)),
         Some(crate::backend::Lm::Llama(_)) => {
@@ -145,26 +174,21 @@ pub fn train_planner_from(
                 "--init takes a tiny planner; pretrained models are tuned with LoRA".into(),
             ))
         }
-        None => (
-            // Printable ASCII is always in the vocabulary: requests and grammars may need
-            // characters (like the DSL's `|`) that the training data happens not to contain.
-            AnyCodec::Char(CharCodec::from_corpus(
-                train_pairs
-                    .iter()
-                    .flat_map(|(p, c)| [p.as_str(), c.as_str()])
-                    .chain([PRINTABLE_ASCII]),
-            )),
-            None,
-        ),
+        None => (spec.codec.learn(&train_pairs), None),
     };
     let mut cfg = match &init_model {
         Some(m) => m.config().clone(),
         None => spec.model.clone(),
     };
-    cfg.vocab = plansmith_lm::Codec::vocab_size(&codec);
+    cfg.vocab = codec.vocab_size();
+    let longest = train_pairs
+        .iter()
+        .map(|(p, c)| codec.encode(p).len() + codec.encode(c).len())
+        .max()
+        .unwrap_or(0);
     if longest > cfg.block {
         return Err(PlannerError::Data(format!(
-            "the longest example has {longest} characters but the model block is {}: raise --block",
+            "the longest example has {longest} tokens but the model block is {}: raise --block",
             cfg.block
         )));
     }
@@ -187,11 +211,12 @@ pub fn train_planner_from(
             "calibration_traces": splits.calibration.len(),
             "test_traces": splits.test.len(),
             "model": spec.model,
+            "codec": spec.codec,
             "train": spec.train,
             "target_precision": spec.target_precision,
             "final_loss": report.final_loss,
             "seconds": report.seconds,
-            "chars_per_sec": report.chars_per_sec,
+            "tokens_per_sec": report.tokens_per_sec,
         }),
         ..Default::default()
     };

@@ -54,6 +54,7 @@ fn reduced_budget_retrain_still_learns() {
             pos: PosEncoding::Rope,
             ..TinyGptConfig::default()
         },
+        codec: Default::default(),
         train: TrainConfig {
             epochs: 2,
             batch_size: 16,

@@ -22,6 +22,11 @@ pub enum DataCommand {
         /// A verb kept out of train/calibration/test and written to heldout_verb.jsonl.
         #[arg(long)]
         holdout_verb: Option<String>,
+        /// Also add an ALL-CAPS copy of this share of the training traces (requests and copied
+        /// values upper-cased; calibration and test keep the natural 4%). Small models rarely
+        /// see shouted requests otherwise; the default planner trains with 0.15.
+        #[arg(long, default_value_t = 0.0)]
+        upper_train: f64,
     },
     /// Tools-in-prompt augmentation: renamed tools and parameters, shuffled catalogs,
     /// distractors, removed tools, plus synthetic tool families.
@@ -94,17 +99,28 @@ pub fn run(command: DataCommand) -> anyhow::Result<Outcome> {
             n,
             seed,
             holdout_verb,
+            upper_train,
         } => {
+            if !(0.0..=1.0).contains(&upper_train) {
+                anyhow::bail!("--upper-train must be between 0 and 1, got {upper_train}");
+            }
             let mut cfg = PaceConfig::with_n(n);
             cfg.seed = seed;
             cfg.holdout_verb = holdout_verb;
+            cfg.upper_train = upper_train;
             let stats = plansmith_data::run_pace(&out, &cfg)?;
             let stats = serde_json::to_value(&stats)?;
             println!(
                 "wrote {} (train/calibration/test/heldout_verb.jsonl, stats.json)",
                 out.display()
             );
-            for key in ["splits", "per_verb", "unique_templates", "unique_skeletons"] {
+            for key in [
+                "splits",
+                "per_verb",
+                "unique_templates",
+                "unique_skeletons",
+                "upper_train_added",
+            ] {
                 if let Some(v) = stats.get(key) {
                     println!("{key}: {v}");
                 }

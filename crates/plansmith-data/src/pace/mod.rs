@@ -51,6 +51,10 @@ pub struct PaceConfig {
     pub seed: u64,
     /// A Pace verb whose examples all go to `heldout_verb.jsonl` and nowhere else.
     pub holdout_verb: Option<String>,
+    /// Share of training traces that also get an ALL-CAPS copy ([`crate::casing`]); the
+    /// calibration and test splits keep the natural mix. 0 by default.
+    #[serde(default)]
+    pub upper_train: f64,
 }
 
 impl Default for PaceConfig {
@@ -69,6 +73,7 @@ impl PaceConfig {
             n_test: n * 2 / 15,
             seed: 0,
             holdout_verb: None,
+            upper_train: 0.0,
         }
     }
 }
@@ -120,6 +125,9 @@ pub struct PaceStats {
     pub conflicts_skipped: usize,
     /// Draws skipped because the plan failed the DSL round trip or validation (a bug; 0).
     pub invalid_skipped: usize,
+    /// ALL-CAPS copies added to the training split (`upper_train`).
+    #[serde(default)]
+    pub upper_train_added: usize,
 }
 
 /// Generate the Pace data set. Deterministic per config.
@@ -191,7 +199,19 @@ pub fn generate_pace(cfg: &PaceConfig) -> Result<PaceData, DataError> {
     }
     let test = pool.split_off(cfg.n_train + cfg.n_calibration);
     let calibration = pool.split_off(cfg.n_train);
-    let train = pool;
+    let mut train = pool;
+    if cfg.upper_train > 0.0 {
+        let mut pick = rng.fork(0x5CA1E);
+        let shouted: Vec<(Trace, gen::Realized)> = train
+            .iter()
+            .filter(|_| pick.chance(cfg.upper_train))
+            .filter_map(|(t, r)| {
+                crate::casing::shouted(t, &catalog, &validator, &policy).map(|s| (s, r.clone()))
+            })
+            .collect();
+        stats.upper_train_added = shouted.len();
+        train.extend(shouted);
+    }
     fill_stats(&mut stats, &train, &calibration, &test, &heldout);
     let strip = |v: Vec<(Trace, gen::Realized)>| v.into_iter().map(|(t, _)| t).collect::<Vec<_>>();
     Ok(PaceData {

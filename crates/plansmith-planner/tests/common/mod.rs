@@ -85,6 +85,8 @@ pub fn spec(epochs: usize, seed: u64) -> TrainSpec {
             pos: PosEncoding::Rope,
             ..TinyGptConfig::default()
         },
+        // mixle's character codec: these toy-domain invariants were set on it.
+        codec: plansmith_planner::train::CodecChoice::Char,
         train: TrainConfig {
             epochs,
             batch_size: 16,

@@ -58,6 +58,8 @@ pub fn train_tiny(floor: f32) -> Planner {
             block: 256,
             ..TinyGptConfig::default()
         },
+        // mixle's character codec: these toy-domain invariants were set on it.
+        codec: plansmith_planner::train::CodecChoice::Char,
         train: TrainConfig {
             epochs: 3,
             batch_size: 32,
