@@ -193,7 +193,8 @@ impl Constraint {
     /// Tokens the grammar forces next (fast-forward: skip the model for them), not yet
     /// committed. Empty when dead, finished, or when nothing is forced. The forced bytes are
     /// tokenized greedily (longest match): always accepted by the grammar, though not
-    /// necessarily the split a BPE tokenizer would choose.
+    /// necessarily the split a BPE tokenizer would choose; the last token is held back when a
+    /// longer token could take its place.
     pub fn forced_tokens(&mut self) -> Vec<u32> {
         if self.dead.is_some() || self.matcher.is_stopped() {
             return Vec::new();
@@ -206,7 +207,19 @@ impl Constraint {
         if bytes.is_empty() {
             return Vec::new();
         }
-        self.env.llg_env().tok_trie().greedy_tokenize(&bytes)
+        let trie = self.env.llg_env().tok_trie();
+        let mut tokens = trie.greedy_tokenize(&bytes);
+        // The forced bytes end where the grammar stops being sure, and a longer token may
+        // cover them and what follows (a sub-word vocabulary's `ation.` after a forced
+        // `ation`). Forcing the shorter token would put the model on a split it never saw in
+        // training — it then tends to end the value there — so the last token is left to the
+        // model whenever the vocabulary has a longer one starting with its bytes.
+        if let Some(&last) = tokens.last() {
+            if trie.has_extensions(trie.token(last)) {
+                tokens.pop();
+            }
+        }
+        tokens
     }
 
     /// Whether the output so far is a complete plan (EOS would be allowed).

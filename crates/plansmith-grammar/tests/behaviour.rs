@@ -419,3 +419,36 @@ fn qwen_tiktoken_vocab_loads_when_present() {
     assert!(c.is_accepting());
     assert!(c.mask().unwrap().allowed().iter().all(|&t| t == env.eos()));
 }
+
+/// A forced run of bytes ends where the grammar stops being sure; when a longer token could
+/// cover the run's last token and what follows, that token is left to the model, so a
+/// sub-word model can keep its usual split (`=x` for `=` followed by the value `x`).
+#[test]
+fn last_forced_token_is_held_back_when_a_longer_token_could_follow() {
+    let mut toks: Vec<Vec<u8>> = (0x20u8..0x7f).map(|b| vec![b]).collect();
+    toks.push(b"\n".to_vec());
+    for piece in ["order_id", "=x"] {
+        toks.push(piece.as_bytes().to_vec());
+    }
+    toks.push(b"<eos>".to_vec());
+    let eos = toks.len() as u32 - 1;
+    let env = TokEnv::from_token_bytes(toks, eos, &[], Some(160)).unwrap();
+    let equals_x = eos - 1;
+    let engine = Engine::new(env.clone()).unwrap();
+    let mut c = engine
+        .constraint(
+            &orders("string"),
+            &dsl(Policy::default()),
+            &Request::new("x"),
+        )
+        .unwrap();
+    c.commit(env.tokenize("l")[0]).unwrap();
+    // "ookup_order(order_id=" is forced; its last token `=` could also start `=x`.
+    let forced = c.forced_tokens();
+    c.commit_all(&forced).unwrap();
+    assert_eq!(c.output_text(), "lookup_order(order_id");
+    let mask = c.mask().unwrap().clone();
+    assert!(mask.is_allowed(equals_x) && mask.is_allowed(env.tokenize("=")[0]));
+    c.commit(equals_x).unwrap();
+    assert_eq!(c.output_text(), "lookup_order(order_id=x");
+}
