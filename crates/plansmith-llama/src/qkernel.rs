@@ -389,7 +389,7 @@ impl QMatrix {
         if m == 0 || self.rows == 0 {
             return Ok(out);
         }
-        let acts = Q8Acts::quantize(x, m, self.nb);
+        let acts = Q8Acts::quantize(kernel, x, m, self.nb);
         let out_ptr = OutPtr(out.as_mut_ptr());
         let tile = kernel.x_tile();
         let work = |groups: std::ops::Range<usize>| {
@@ -444,34 +444,47 @@ struct Q8Acts {
 }
 
 impl Q8Acts {
-    fn quantize(x: &[f32], m: usize, nb: usize) -> Self {
-        let mut qs = vec![0i8; m * nb * QK];
-        let mut d = vec![0f32; m * nb];
-        let mut s = vec![0f32; m * nb];
-        let mut sums = vec![0i32; m * nb];
-        for (i, (xb, qb)) in x.chunks_exact(QK).zip(qs.chunks_exact_mut(QK)).enumerate() {
+    fn quantize(kernel: Kernel, x: &[f32], m: usize, nb: usize) -> Self {
+        let mut a = Self {
+            qs: vec![0i8; m * nb * QK],
+            d: vec![0f32; m * nb],
+            s: vec![0f32; m * nb],
+            sum: vec![0i32; m * nb],
+        };
+        match kernel {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the caller checked `kernel.is_available()` (AVX2 + F16C); the buffers
+            // hold `x.len() / 32` blocks.
+            Kernel::Avx2 | Kernel::Avx512Vnni => unsafe { x86::quantize(x, &mut a) },
+            _ => a.quantize_scalar(x),
+        }
+        a
+    }
+
+    /// ggml's x86 quantizer in scalar form: `q = round_half_even(x * (127 / amax))`.
+    fn quantize_scalar(&mut self, x: &[f32]) {
+        for (i, xb) in x.chunks_exact(QK).enumerate() {
             let amax = xb.iter().fold(0f32, |a, v| a.max(v.abs()));
-            let db = amax / 127.0;
             let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
             let mut sum = 0i32;
-            for (q, &v) in qb.iter_mut().zip(xb) {
-                // Round half to even via the 1.5 * 2^23 shift (|v * id| <= 127), as ggml's
-                // x86 quantizer does; NaN / infinite inputs saturate in the cast.
+            for (q, &v) in self.qs[i * QK..][..QK].iter_mut().zip(xb) {
+                // Round half to even via the 1.5 * 2^23 shift (|v * id| <= 127); NaN /
+                // infinite inputs saturate in the cast (their outputs are meaningless, but
+                // nothing panics).
                 const SHIFT: f32 = 12_582_912.0;
                 let r = (v * id + SHIFT) - SHIFT;
                 *q = r as i8;
                 sum += *q as i32;
             }
-            d[i] = round_f16(db);
-            s[i] = round_f16(db * sum as f32);
-            sums[i] = sum;
+            self.set_scales(i, amax, sum);
         }
-        Self {
-            qs,
-            d,
-            s,
-            sum: sums,
-        }
+    }
+
+    fn set_scales(&mut self, i: usize, amax: f32, sum: i32) {
+        let d = amax / 127.0;
+        self.d[i] = round_f16(d);
+        self.s[i] = round_f16(d * sum as f32);
+        self.sum[i] = sum;
     }
 }
 
@@ -734,6 +747,59 @@ mod x86 {
                 }
             }
         };
+    }
+
+    #[inline(always)]
+    unsafe fn round_f16_hw(x: f32) -> f32 {
+        let h = _mm_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm_set_ss(x));
+        _mm_cvtss_f32(_mm_cvtph_ps(h))
+    }
+
+    /// Block quantization with the same operations as `Q8Acts::quantize_scalar` (rounding
+    /// half to even in both), so finite inputs give identical blocks.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn quantize(x: &[f32], a: &mut Q8Acts) {
+        let abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fff_ffff));
+        // vpackssdw / vpacksswb interleave 128-bit lanes; this restores element order.
+        let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+        for (i, xb) in x.chunks_exact(QK).enumerate() {
+            let p = xb.as_ptr();
+            let v = [
+                _mm256_loadu_ps(p),
+                _mm256_loadu_ps(p.add(8)),
+                _mm256_loadu_ps(p.add(16)),
+                _mm256_loadu_ps(p.add(24)),
+            ];
+            let m01 = _mm256_max_ps(_mm256_and_ps(v[0], abs_mask), _mm256_and_ps(v[1], abs_mask));
+            let m23 = _mm256_max_ps(_mm256_and_ps(v[2], abs_mask), _mm256_and_ps(v[3], abs_mask));
+            let m = _mm256_max_ps(m01, m23);
+            let m4 = _mm_max_ps(_mm256_extractf128_ps(m, 1), _mm256_castps256_ps128(m));
+            let m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+            let m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+            let amax = _mm_cvtss_f32(m4);
+            let id = _mm256_set1_ps(if amax != 0.0 { 127.0 / amax } else { 0.0 });
+            let q = |vj: __m256| {
+                let r = _mm256_round_ps(
+                    _mm256_mul_ps(vj, id),
+                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC,
+                );
+                _mm256_cvtps_epi32(r)
+            };
+            let (q0, q1, q2, q3) = (q(v[0]), q(v[1]), q(v[2]), q(v[3]));
+            let s8 = _mm256_add_epi32(_mm256_add_epi32(q0, q1), _mm256_add_epi32(q2, q3));
+            let s4 = _mm_add_epi32(_mm256_extracti128_si256(s8, 1), _mm256_castsi256_si128(s8));
+            let s4 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
+            let s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 1));
+            let sum = _mm_cvtsi128_si32(s4);
+            let packed = _mm256_packs_epi16(_mm256_packs_epi32(q0, q1), _mm256_packs_epi32(q2, q3));
+            let packed = _mm256_permutevar8x32_epi32(packed, order);
+            _mm256_storeu_si256(a.qs.as_mut_ptr().add(i * QK) as *mut __m256i, packed);
+            // `set_scales` with F16C's f16 rounding (also to nearest even).
+            let d = amax / 127.0;
+            *a.d.get_unchecked_mut(i) = round_f16_hw(d);
+            *a.s.get_unchecked_mut(i) = round_f16_hw(d * sum as f32);
+            *a.sum.get_unchecked_mut(i) = sum;
+        }
     }
 
     q41_kernel!(q41_avx2, "avx2,fma,f16c", dot_q41_avx2);

@@ -256,8 +256,10 @@ fn simd_kernels_equal_scalar_bit_for_bit() {
             for cols in [32, 96, 576] {
                 let data = random_weights(format, rows, cols, (rows * 1000 + cols) as u64);
                 let w = QMatrix::from_ggml(format, rows, cols, &data).unwrap();
-                for m in [1, 2, 3, 4, 5, 9] {
-                    let x = random_x(m, cols, (m * 7 + cols) as u64);
+                for (m, scale) in [(1, 1.0), (2, 1.0), (3, 3e-6), (4, 1.0), (5, 1.0), (9, 1.0)] {
+                    // Tiny activations put d and s into f16's subnormal range.
+                    let x: Vec<f32> =
+                        random_x(m, cols, (m * 7 + cols) as u64).iter().map(|v| v * scale).collect();
                     let scalar = w.matmul_with(Kernel::Scalar, &x, m).unwrap();
                     for &k in &kernels {
                         let got = w.matmul_with(k, &x, m).unwrap();
@@ -271,6 +273,25 @@ fn simd_kernels_equal_scalar_bit_for_bit() {
                 }
             }
         }
+    }
+}
+
+#[test]
+fn activation_ties_round_half_to_even_in_every_kernel() {
+    // Q8_0 "selector" rows: row e has q = 1 at element e, d = 1, so y[e] = d_x * q_x[e].
+    let mut data = Vec::new();
+    for e in 0..QK {
+        data.extend_from_slice(&f32_to_f16(1.0).to_le_bytes());
+        data.extend((0..QK).map(|i| u8::from(i == e)));
+    }
+    let w = QMatrix::from_ggml(QFormat::Q8_0, QK, QK, &data).unwrap();
+    // amax = 127 makes d_x = 1, so x itself is rounded: ties go to the even neighbour as in
+    // ggml's x86 quantizer.
+    let mut x = vec![127.0f32, 2.5, -3.5, 0.5, -0.5, 1.5, -1.5, 126.5, -126.5, 0.49999997];
+    x.resize(QK, 0.25);
+    let want: Vec<f32> = x.iter().map(|v| v.round_ties_even()).collect();
+    for k in Kernel::available() {
+        assert_eq!(w.matmul_with(k, &x, 1).unwrap(), want, "{k:?}");
     }
 }
 
