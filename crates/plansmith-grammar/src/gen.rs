@@ -39,10 +39,6 @@ pub const DSL_ARRAY_CAP: usize = 16;
 
 const DSL_SAFE: &str = "[^()|=;\\n]";
 
-/// A copied value neither starts nor ends with a space: a span of request words ending in the
-/// gap before the next word (`label=Publish `) is never what was meant.
-const TRIMMED: &str = "[^ ]([^\\n]*[^ ])?";
-
 /// OpenAI-style `tool_choice`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
@@ -191,11 +187,7 @@ impl HoleCheck {
     fn satisfiable(&self, chunks: &[&str]) -> bool {
         match self {
             HoleCheck::Str { dsl, min, max } => {
-                // spans are TRIMMED: they neither start nor end with a space
                 for i in 0..chunks.len() {
-                    if chunks[i].starts_with(' ') {
-                        continue;
-                    }
                     let mut len = 0;
                     for c in &chunks[i..] {
                         if *dsl && c.contains(plansmith_core::syntax::DSL_FORBIDDEN) {
@@ -205,7 +197,7 @@ impl HoleCheck {
                         if max.is_some_and(|m| len > m) {
                             break;
                         }
-                        if len >= *min && !c.ends_with(' ') {
+                        if len >= *min {
                             return true;
                         }
                     }
@@ -337,13 +329,13 @@ impl Template {
                 } else if h.quoted {
                     let _ = writeln!(
                         out,
-                        "copy_{i}: COPY_{i}\nCOPY_{i}: \"\\\"\" (%regex {{\"substring_chunks\": {esc_json}}} & /{}/ & /{TRIMMED}/) \"\\\"\"",
+                        "copy_{i}: COPY_{i}\nCOPY_{i}: \"\\\"\" (%regex {{\"substring_chunks\": {esc_json}}} & /{}/) \"\\\"\"",
                         h.conj
                     );
                 } else {
                     let _ = writeln!(
                         out,
-                        "copy_{i}: COPY_{i}\nCOPY_{i}: %regex {{\"substring_chunks\": {raw_json}}} & /{}/ & /{TRIMMED}/",
+                        "copy_{i}: COPY_{i}\nCOPY_{i}: %regex {{\"substring_chunks\": {raw_json}}} & /{}/",
                         h.conj
                     );
                 }

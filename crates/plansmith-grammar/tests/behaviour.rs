@@ -452,38 +452,3 @@ fn last_forced_token_is_held_back_when_a_longer_token_could_follow() {
     c.commit(equals_x).unwrap();
     assert_eq!(c.output_text(), "lookup_order(order_id=x");
 }
-
-/// A copied value is a span of request words, never one that ends in the gap before the next
-/// word (`user=kim )`) or starts with it.
-#[test]
-fn copied_values_are_trimmed() {
-    let env = char_env();
-    let engine = Engine::new(env.clone()).unwrap();
-    let req = Request::new("tell kim now");
-    let mut c = engine
-        .constraint(&orders("string"), &dsl(Policy::copy_free_strings()), &req)
-        .unwrap();
-    for t in env.tokenize("notify(user=kim ") {
-        c.commit(t).unwrap();
-    }
-    let mask = c.mask().unwrap().clone();
-    assert!(
-        !mask.is_allowed(env.tokenize(")")[0]),
-        "`kim ` must not end the value"
-    );
-    assert!(
-        mask.is_allowed(env.tokenize("n")[0]),
-        "`kim now` may follow"
-    );
-    let mut c = engine
-        .constraint(&orders("string"), &dsl(Policy::copy_free_strings()), &req)
-        .unwrap();
-    for t in env.tokenize("notify(user=") {
-        c.commit(t).unwrap();
-    }
-    let mask = c.mask().unwrap().clone();
-    assert!(
-        !mask.is_allowed(env.tokenize(" ")[0]),
-        "a value does not start with a space"
-    );
-}
