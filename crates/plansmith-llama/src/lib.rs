@@ -8,6 +8,7 @@
 //!   (`config.json` + safetensors + `tokenizer.json`), see [`hf`].
 //! - [`ChatTemplate`]: the GGUF's Jinja chat template via minijinja, tools in the system prompt.
 
+mod attention;
 pub mod config;
 pub mod error;
 pub mod gguf;

@@ -11,6 +11,7 @@ use candle_core::{DType, Device, Tensor, D};
 use crate::config::LlamaConfig;
 use crate::error::{LlamaError, Result};
 use crate::gguf::GgufFile;
+use crate::attention::{cached_attention, AttnShape};
 use crate::linear::Linear;
 use crate::qkernel::QMatrix;
 
@@ -459,23 +460,11 @@ impl LlamaModel {
         }
         kv.ensure_capacity(cfg, p0 + l, &self.device)?;
         let (nh, nkv, hd) = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim);
-        let group = nh / nkv;
         let t_all = p0 + l;
         let eps = cfg.rms_eps as f32;
         let mut x = self.embed.lookup(tokens, &self.device)?; // [l, d]
         let cos = self.cos.narrow(0, p0, l)?;
         let sin = self.sin.narrow(0, p0, l)?;
-        let mask = if l > 1 {
-            let mut m = vec![0f32; l * t_all];
-            for i in 0..l {
-                for j in (p0 + i + 1)..t_all {
-                    m[i * t_all + j] = f32::NEG_INFINITY;
-                }
-            }
-            Some(Tensor::from_vec(m, (l, t_all), &self.device)?)
-        } else {
-            None
-        };
         let scale = 1.0 / (hd as f64).sqrt();
         for (li, b) in self.blocks.iter().enumerate() {
             let h = candle_nn::ops::rms_norm(&x, &b.attn_norm, eps)?;
@@ -505,25 +494,15 @@ impl LlamaModel {
             let k = k.reshape((nkv, l, hd))?;
             kv.k[li].slice_set(&k, 1, p0)?;
             kv.v[li].slice_set(&v, 1, p0)?;
-            let kk = kv.k[li].narrow(1, 0, t_all)?; // [nkv, t, hd]
-            let vv = kv.v[li].narrow(1, 0, t_all)?;
-            // Query heads of one kv group are consecutive: [nkv, group*l, hd].
-            let q = (q.reshape((nkv, group * l, hd))? * scale)?;
-            let att = q.matmul(&kk.t()?)?; // [nkv, group*l, t]
-            let att = match &mask {
-                Some(m) => att
-                    .reshape((nkv, group, l, t_all))?
-                    .broadcast_add(m)?
-                    .reshape((nkv, group * l, t_all))?,
-                None => att,
+            let shape = AttnShape {
+                nh,
+                nkv,
+                hd,
+                p0,
+                l,
+                cap: kv.cap,
             };
-            let att = candle_nn::ops::softmax_last_dim(&att)?;
-            let y = att.matmul(&vv)?; // [nkv, group*l, hd]
-            let y = y
-                .reshape((nh, l, hd))?
-                .transpose(0, 1)?
-                .contiguous()?
-                .reshape((l, nh * hd))?;
+            let y = cached_attention(&q, &kv.k[li], &kv.v[li], shape, scale as f32)?;
             let y = b.wo.forward(&y)?;
             x = (x + y)?;
             let h = candle_nn::ops::rms_norm(&x, &b.ffn_norm, eps)?;

@@ -38,13 +38,10 @@ fn smollm2_answers_and_snapshot_restore_is_exact() {
     a.restore(&snap).unwrap();
     assert_eq!(a.len(), split);
     assert_eq!(a.prefill(&ids[split..]).unwrap(), la);
-    // Chunked prefill agrees with one-shot prefill up to float noise.
-    let d = la
-        .iter()
-        .zip(&logits)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0f32, f32::max);
-    assert!(d < 1e-2, "split prefill differs by {d}");
+    // Chunked prefill gives exactly the logits of a one-shot prefill: every position runs the
+    // same arithmetic whatever the call's size (activation quantization would otherwise turn
+    // float noise into visible logit differences).
+    assert_eq!(la, logits);
 }
 
 #[test]
