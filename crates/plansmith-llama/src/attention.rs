@@ -41,11 +41,15 @@ pub(crate) struct AttnShape {
 /// The values of a contiguous f32 CPU tensor's storage.
 fn cpu_f32<'a>(storage: &'a Storage, layout: &Layout) -> Result<&'a [f32]> {
     let Some((start, end)) = layout.contiguous_offsets() else {
-        return Err(LlamaError::State("attention input is not contiguous".into()));
+        return Err(LlamaError::State(
+            "attention input is not contiguous".into(),
+        ));
     };
     match storage {
         Storage::Cpu(CpuStorage::F32(v)) => Ok(&v[start..end]),
-        _ => Err(LlamaError::State("attention input is not f32 on the CPU".into())),
+        _ => Err(LlamaError::State(
+            "attention input is not f32 on the CPU".into(),
+        )),
     }
 }
 
@@ -68,13 +72,18 @@ pub(crate) fn cached_attention(
         cap,
     } = shape;
     if nkv == 0 || nh % nkv != 0 || p0 + l > cap || q.elem_count() != nh * l * hd {
-        return Err(LlamaError::State(format!("attention shapes do not fit: {shape:?}")));
+        return Err(LlamaError::State(format!(
+            "attention shapes do not fit: {shape:?}"
+        )));
     }
     // The queries are small; the caches are read in place under their storage locks.
     let q = q.flatten_all()?.to_vec1::<f32>()?;
     let (k_storage, k_layout) = k.storage_and_layout();
     let (v_storage, v_layout) = v.storage_and_layout();
-    let (k, v) = (cpu_f32(&k_storage, k_layout)?, cpu_f32(&v_storage, v_layout)?);
+    let (k, v) = (
+        cpu_f32(&k_storage, k_layout)?,
+        cpu_f32(&v_storage, v_layout)?,
+    );
     if k.len() != nkv * cap * hd || v.len() != nkv * cap * hd {
         return Err(LlamaError::State(format!(
             "KV cache of {} / {} values does not fit {shape:?}",
@@ -208,8 +217,13 @@ fn attend_with(fast: bool, q: &[f32], k: &[f32], v: &[f32], s: AttnShape, scale:
 /// at `offset` within each `stride`-sized block record): every block is rescaled to the
 /// overall max. `dst` must be zero.
 fn merge(partial: &[f32], stride: usize, offset: usize, hd: usize, dst: &mut [f32]) {
-    let blocks = partial.chunks_exact(stride).map(|b| &b[offset..offset + 2 + hd]);
-    let mx = blocks.clone().map(|p| p[0]).fold(f32::NEG_INFINITY, f32::max);
+    let blocks = partial
+        .chunks_exact(stride)
+        .map(|b| &b[offset..offset + 2 + hd]);
+    let mx = blocks
+        .clone()
+        .map(|p| p[0])
+        .fold(f32::NEG_INFINITY, f32::max);
     let mut total = 0f32;
     for p in blocks {
         let w = (p[0] - mx).exp();
@@ -356,7 +370,10 @@ mod x86 {
         let c = _mm256_set1_ps;
         let x = _mm256_max_ps(x, c(-87.0));
         let shift = c(12_582_912.0);
-        let n = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(x, c(std::f32::consts::LOG2_E)), shift), shift);
+        let n = _mm256_sub_ps(
+            _mm256_add_ps(_mm256_mul_ps(x, c(std::f32::consts::LOG2_E)), shift),
+            shift,
+        );
         let r = _mm256_sub_ps(
             _mm256_sub_ps(x, _mm256_mul_ps(n, c(0.693_359_4))),
             _mm256_mul_ps(n, c(-2.121_944_4e-4)),
@@ -429,7 +446,10 @@ mod x86 {
                         *a = _mm256_fmadd_ps(*qc, kr, *a);
                     }
                 }
-                _mm256_storeu_ps(sc.as_mut_ptr().add(j), _mm256_mul_ps(hsum8x8(&acc), scale_v));
+                _mm256_storeu_ps(
+                    sc.as_mut_ptr().add(j),
+                    _mm256_mul_ps(hsum8x8(&acc), scale_v),
+                );
                 j += 8;
             }
             while j < nk {
@@ -487,7 +507,10 @@ mod x86 {
                 let pv = _mm256_set1_ps(p);
                 for i in (0..n8).step_by(8) {
                     let (xp, ap) = (x.as_ptr().add(i), acc.as_mut_ptr().add(i));
-                    _mm256_storeu_ps(ap, _mm256_fmadd_ps(pv, _mm256_loadu_ps(xp), _mm256_loadu_ps(ap)));
+                    _mm256_storeu_ps(
+                        ap,
+                        _mm256_fmadd_ps(pv, _mm256_loadu_ps(xp), _mm256_loadu_ps(ap)),
+                    );
                 }
             }
             for i in n8..n {
@@ -568,7 +591,9 @@ mod tests {
     use super::*;
 
     fn lcg(seed: &mut u64) -> f32 {
-        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         ((*seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
     }
 
@@ -584,7 +609,10 @@ mod tests {
                 let sc: Vec<f64> = (0..n)
                     .map(|j| {
                         let kr = &k[(kh * s.cap + j) * s.hd..][..s.hd];
-                        qh.iter().zip(kr).map(|(a, b)| *a as f64 * *b as f64).sum::<f64>()
+                        qh.iter()
+                            .zip(kr)
+                            .map(|(a, b)| *a as f64 * *b as f64)
+                            .sum::<f64>()
                             * scale as f64
                     })
                     .collect();
@@ -615,7 +643,14 @@ mod tests {
             (4, 2, 128, 37, 2, 64),
             (3, 3, 64, 13, 1, 16),
         ] {
-            let s = AttnShape { nh, nkv, hd, p0, l, cap };
+            let s = AttnShape {
+                nh,
+                nkv,
+                hd,
+                p0,
+                l,
+                cap,
+            };
             let q: Vec<f32> = (0..nh * l * hd).map(|_| lcg(&mut seed) * 3.0).collect();
             let k: Vec<f32> = (0..nkv * cap * hd).map(|_| lcg(&mut seed)).collect();
             let v: Vec<f32> = (0..nkv * cap * hd).map(|_| lcg(&mut seed)).collect();
@@ -624,7 +659,10 @@ mod tests {
             for fast in [false, true] {
                 let got = attend_with(fast, &q, &k, &v, s, scale);
                 for (a, b) in got.iter().zip(&want) {
-                    assert!((a - b).abs() <= 2e-5 * (1.0 + b.abs()), "{s:?} {fast}: {a} vs {b}");
+                    assert!(
+                        (a - b).abs() <= 2e-5 * (1.0 + b.abs()),
+                        "{s:?} {fast}: {a} vs {b}"
+                    );
                 }
             }
             let qt = Tensor::from_vec(q, (1, nh, l, hd), &Device::Cpu).unwrap();
@@ -647,15 +685,45 @@ mod tests {
         for fast in [false, true] {
             // 24 queries: one item per (KV head, query); then the last query alone (decode
             // style: one item per block) and the first 3 (blocks again).
-            let all = attend_with(fast, &q, &k, &v, AttnShape { nh, nkv, hd, p0, l, cap }, scale);
+            let all = attend_with(
+                fast,
+                &q,
+                &k,
+                &v,
+                AttnShape {
+                    nh,
+                    nkv,
+                    hd,
+                    p0,
+                    l,
+                    cap,
+                },
+                scale,
+            );
             let last: Vec<f32> = (0..nh)
                 .flat_map(|h| q[(h * l + l - 1) * hd..][..hd].to_vec())
                 .collect();
-            let s1 = AttnShape { nh, nkv, hd, p0: p0 + l - 1, l: 1, cap };
+            let s1 = AttnShape {
+                nh,
+                nkv,
+                hd,
+                p0: p0 + l - 1,
+                l: 1,
+                cap,
+            };
             let one = attend_with(fast, &last, &k, &v, s1, scale);
             assert_eq!(&all[(l - 1) * nh * hd..], &one[..], "fast {fast}");
-            let first: Vec<f32> = (0..nh).flat_map(|h| q[h * l * hd..][..3 * hd].to_vec()).collect();
-            let s3 = AttnShape { nh, nkv, hd, p0, l: 3, cap };
+            let first: Vec<f32> = (0..nh)
+                .flat_map(|h| q[h * l * hd..][..3 * hd].to_vec())
+                .collect();
+            let s3 = AttnShape {
+                nh,
+                nkv,
+                hd,
+                p0,
+                l: 3,
+                cap,
+            };
             let three = attend_with(fast, &first, &k, &v, s3, scale);
             assert_eq!(&all[..3 * nh * hd], &three[..], "fast {fast}");
         }
@@ -664,7 +732,14 @@ mod tests {
     #[test]
     fn bad_shapes_are_errors() {
         let t = |n: usize| Tensor::zeros(n, candle_core::DType::F32, &Device::Cpu).unwrap();
-        let s = AttnShape { nh: 2, nkv: 1, hd: 4, p0: 0, l: 1, cap: 4 };
+        let s = AttnShape {
+            nh: 2,
+            nkv: 1,
+            hd: 4,
+            p0: 0,
+            l: 1,
+            cap: 4,
+        };
         assert!(cached_attention(&t(8), &t(16), &t(16), s, 1.0).is_ok());
         assert!(cached_attention(&t(8), &t(15), &t(16), s, 1.0).is_err());
         assert!(cached_attention(&t(7), &t(16), &t(16), s, 1.0).is_err());
@@ -695,7 +770,16 @@ mod tests {
             return;
         }
         let mut xs: Vec<f32> = (0..4099).map(|i| -(i as f32) * 0.0317).collect();
-        xs.extend([0.0, -0.0, -86.99, -87.0, -87.01, -200.0, f32::NEG_INFINITY, 0.3]);
+        xs.extend([
+            0.0,
+            -0.0,
+            -86.99,
+            -87.0,
+            -87.01,
+            -200.0,
+            f32::NEG_INFINITY,
+            0.3,
+        ]);
         let mx = 0.25;
         let mut a = xs.clone();
         let mut b = xs.clone();

@@ -18,8 +18,8 @@ use serde_json::{json, Value};
 
 use crate::config::LlamaConfig;
 use crate::error::{LlamaError, Result};
-use crate::lora::{gguf_to_hf_rows, hf_to_gguf_rows};
 use crate::linear::Linear;
+use crate::lora::{gguf_to_hf_rows, hf_to_gguf_rows};
 use crate::model::{dense_weight, Block, LlamaModel};
 
 /// Architectures read from `config.json` `architectures[0]`.

@@ -48,7 +48,9 @@ impl Linear {
             Self::Candle(QMatMul::QTensor(q)) => q.dequantize(&Device::Cpu)?,
             Self::Candle(QMatMul::Tensor(t)) => t.clone(),
             Self::Candle(QMatMul::TensorF16(t)) => t.to_dtype(DType::F32)?,
-            Self::Packed(m) => Tensor::from_vec(m.dequantize(), (m.rows(), m.cols()), &Device::Cpu)?,
+            Self::Packed(m) => {
+                Tensor::from_vec(m.dequantize(), (m.rows(), m.cols()), &Device::Cpu)?
+            }
         })
     }
 }

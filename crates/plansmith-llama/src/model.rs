@@ -8,10 +8,10 @@ use std::sync::Arc;
 use candle_core::quantized::QTensor;
 use candle_core::{DType, Device, Tensor, D};
 
+use crate::attention::{cached_attention, AttnShape};
 use crate::config::LlamaConfig;
 use crate::error::{LlamaError, Result};
 use crate::gguf::GgufFile;
-use crate::attention::{cached_attention, AttnShape};
 use crate::linear::Linear;
 use crate::qkernel::QMatrix;
 
@@ -417,7 +417,9 @@ impl LlamaModel {
         Ok(match &self.embed {
             Embedding::Dense(t) => t.clone(),
             Embedding::Quantized(q) => q.dequantize(&self.device)?,
-            Embedding::Packed(q) => Tensor::from_vec(q.dequantize(), (q.rows(), q.cols()), &self.device)?,
+            Embedding::Packed(q) => {
+                Tensor::from_vec(q.dequantize(), (q.rows(), q.cols()), &self.device)?
+            }
         })
     }
 
@@ -519,7 +521,7 @@ impl LlamaModel {
             x.narrow(0, l - 1, 1)?
         };
         let x = candle_nn::ops::rms_norm(&x, &self.norm, eps)?;
-        Ok(self.output.forward(&x)?)
+        self.output.forward(&x)
     }
 }
 

@@ -227,7 +227,11 @@ pub struct QMatrix {
 impl std::fmt::Debug for QMatrix {
     // The weights themselves would flood any debug print of a model.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "QMatrix<{:?}>[{}, {}]", self.format, self.rows, self.cols)
+        write!(
+            f,
+            "QMatrix<{:?}>[{}, {}]",
+            self.format, self.rows, self.cols
+        )
     }
 }
 
@@ -237,7 +241,7 @@ impl QMatrix {
     /// Errors: `cols` not a positive multiple of 32, or `data` not exactly `rows * cols / 32`
     /// blocks.
     pub fn from_ggml(format: QFormat, rows: usize, cols: usize, data: &[u8]) -> Result<Self> {
-        if cols == 0 || cols % QK != 0 {
+        if cols == 0 || !cols.is_multiple_of(QK) {
             return Err(LlamaError::Unsupported(format!(
                 "{format:?} matrix with {cols} columns (must be a positive multiple of {QK})"
             )));
@@ -406,14 +410,18 @@ impl QMatrix {
                         // rows), and each (activation row, row group) cell is written by the
                         // one work item that owns group `g`; `out` outlives the pool call.
                         unsafe {
-                            std::ptr::copy_nonoverlapping(vals.as_ptr(), out_ptr.get().add(at), live)
+                            std::ptr::copy_nonoverlapping(
+                                vals.as_ptr(),
+                                out_ptr.get().add(at),
+                                live,
+                            )
                         };
                     }
                     x0 += c;
                 }
             }
         };
-        candle_core::utils::barrier_pool().execute_chunked(self.groups, |r| work(r));
+        candle_core::utils::barrier_pool().execute_chunked(self.groups, work);
         Ok(out)
     }
 }
@@ -805,7 +813,12 @@ mod x86 {
     q41_kernel!(q41_avx2, "avx2,fma,f16c", dot_q41_avx2);
     q41_kernel!(q41_vnni, "avx2,fma,f16c,avx512vnni,avx512vl", dot_vnni);
     q80_kernel!(q80_avx2, "avx2,fma,f16c", dot_q80_avx2, false);
-    q80_kernel!(q80_vnni, "avx2,fma,f16c,avx512vnni,avx512vl", dot_vnni, true);
+    q80_kernel!(
+        q80_vnni,
+        "avx2,fma,f16c,avx512vnni,avx512vl",
+        dot_vnni,
+        true
+    );
 }
 
 /// candle entry point: `x [.., cols] -> [.., rows]` for contiguous f32 CPU tensors.

@@ -45,7 +45,11 @@ fn random_q8_0(rows: usize, cols: usize, seed: u64) -> Vec<u8> {
         let d = 0.0005 + 0.002 * rng.sym().abs();
         out.extend_from_slice(&f32_to_f16(d).to_le_bytes());
         for e in 0..QK {
-            let q = if (i + e) % 97 == 0 { 0x80 } else { (rng.next() & 0xff) as u8 };
+            let q = if (i + e) % 97 == 0 {
+                0x80
+            } else {
+                (rng.next() & 0xff) as u8
+            };
             out.push(q);
         }
     }
@@ -101,8 +105,14 @@ fn q8_1_bound(w: &[f32], cols: usize, x: &[f32], row: usize, xi: usize, mins: &[
         let wsum: f64 = (0..QK)
             .map(|e| (w[row * cols + b * QK + e] as f64 - mins[row * cols / QK + b] as f64).abs())
             .sum();
-        let s = xb.iter().map(|v| (*v as f64 / d).round()).sum::<f64>().abs() * d;
-        bound += wsum * per + mins[row * cols / QK + b].abs() as f64 * (s / 2048.0 + per * QK as f64);
+        let s = xb
+            .iter()
+            .map(|v| (*v as f64 / d).round())
+            .sum::<f64>()
+            .abs()
+            * d;
+        bound +=
+            wsum * per + mins[row * cols / QK + b].abs() as f64 * (s / 2048.0 + per * QK as f64);
     }
     bound
 }
@@ -114,7 +124,9 @@ fn q8_1_sigma(w: &[f32], cols: usize, x: &[f32], row: usize, xi: usize, y: f64) 
     for b in 0..cols / QK {
         let xb = &x[xi * cols + b * QK..][..QK];
         let d = xb.iter().fold(0f32, |a, v| a.max(v.abs())) as f64 / 127.0;
-        let w2: f64 = (0..QK).map(|e| (w[row * cols + b * QK + e] as f64).powi(2)).sum();
+        let w2: f64 = (0..QK)
+            .map(|e| (w[row * cols + b * QK + e] as f64).powi(2))
+            .sum();
         var += w2 * d * d / 12.0;
     }
     (var + (y / 2048.0).powi(2)).sqrt()
@@ -134,8 +146,26 @@ fn block_mins(format: QFormat, data: &[u8], rows: usize, cols: usize) -> Vec<f32
 fn f16_conversions_match_candle() {
     let mut rng = Rng(7);
     let mut vals: Vec<f32> = vec![
-        0.0, -0.0, 1.0, -1.0, 65504.0, 65520.0, 1e6, -1e6, 6.1e-5, 5.96e-8, 2.98e-8, 2.99e-8,
-        1e-9, 0.1, 1.0 / 3.0, f32::INFINITY, f32::NEG_INFINITY, 1.00048828125, 1.000732421875,
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        65504.0,
+        65520.0,
+        1e6,
+        -1e6,
+        6.1e-5,
+        5.96e-8,
+        2.98e-8,
+        2.99e-8,
+        1e-9,
+        0.1,
+        1.0 / 3.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        // Ties between neighbouring f16 values: 1 + 2^-11 rounds down, 1 + 3 * 2^-11 up.
+        1.0 + 1.0 / 2048.0,
+        1.0 + 3.0 / 2048.0,
     ];
     for _ in 0..20_000 {
         let e = (rng.next() % 40) as i32 - 28;
@@ -146,7 +176,11 @@ fn f16_conversions_match_candle() {
     let back: Vec<f32> = h.to_dtype(DType::F32).unwrap().to_vec1().unwrap();
     for (v, want) in vals.iter().zip(back) {
         let got = f16_to_f32(f32_to_f16(*v));
-        assert_eq!(got.to_bits(), want.to_bits(), "{v:e}: {got:e} vs candle {want:e}");
+        assert_eq!(
+            got.to_bits(),
+            want.to_bits(),
+            "{v:e}: {got:e} vs candle {want:e}"
+        );
     }
     assert!(f16_to_f32(f32_to_f16(f32::NAN)).is_nan());
 }
@@ -169,7 +203,11 @@ fn dequantize_is_bit_identical_to_candle() {
             let got = m.dequantize();
             assert_eq!(got.len(), want.len());
             for (i, (a, b)) in got.iter().zip(&want).enumerate() {
-                assert_eq!(a.to_bits(), b.to_bits(), "{format:?} [{rows},{cols}] element {i}");
+                assert_eq!(
+                    a.to_bits(),
+                    b.to_bits(),
+                    "{format:?} [{rows},{cols}] element {i}"
+                );
             }
             for row in [0, rows / 2, rows - 1] {
                 assert_eq!(m.dequantize_row(row).unwrap(), &want[row * cols..][..cols]);
@@ -188,8 +226,13 @@ fn matmul_matches_dense_reference_within_q8_rounding() {
             // scale would be far off). Pooled, because the outputs of one activation row share
             // its rounding errors and a small case alone says little.
             let (mut z2, mut count) = (0f64, 0usize);
-            for (rows, cols, m) in [(8, 32, 1), (13, 96, 3), (40, 576, 5), (576, 576, 1), (3, 1536, 9)]
-            {
+            for (rows, cols, m) in [
+                (8, 32, 1),
+                (13, 96, 3),
+                (40, 576, 5),
+                (576, 576, 1),
+                (3, 1536, 9),
+            ] {
                 let data = random_weights(format, rows, cols, 1000 + rows as u64);
                 let w = QMatrix::from_ggml(format, rows, cols, &data).unwrap();
                 let dense = w.dequantize();
@@ -214,7 +257,10 @@ fn matmul_matches_dense_reference_within_q8_rounding() {
             }
             let z_rms = (z2 / count as f64).sqrt();
             eprintln!("{format:?} {kernel:?}: error rms {z_rms:.3} sigma");
-            assert!(z_rms < 1.3, "{format:?} {kernel:?}: error rms {z_rms} sigma");
+            assert!(
+                z_rms < 1.3,
+                "{format:?} {kernel:?}: error rms {z_rms} sigma"
+            );
         }
     }
 }
@@ -225,8 +271,8 @@ fn matmul_is_close_to_candle() {
         let (rows, cols, m) = (64, 576, 4);
         let data = random_weights(format, rows, cols, 5);
         let w = QMatrix::from_ggml(format, rows, cols, &data).unwrap();
-        let q = qtensor_from_ggml(ggml_dtype(format), &data, vec![rows, cols], &Device::Cpu)
-            .unwrap();
+        let q =
+            qtensor_from_ggml(ggml_dtype(format), &data, vec![rows, cols], &Device::Cpu).unwrap();
         let x = random_x(m, cols, 6);
         let xt = Tensor::from_vec(x.clone(), (m, cols), &Device::Cpu).unwrap();
         let want: Vec<f32> = QMatMul::from_qtensor(q)
@@ -242,7 +288,10 @@ fn matmul_is_close_to_candle() {
         for (g, e) in got.iter().zip(&want) {
             // Both quantize activations the same way up to tie rounding (and, for Q4_1, the
             // rounding of `s`), so the gap is far below the activation rounding error itself.
-            assert!((g - e).abs() <= 2e-3 * scale, "{format:?}: {g} vs candle {e}");
+            assert!(
+                (g - e).abs() <= 2e-3 * scale,
+                "{format:?}: {g} vs candle {e}"
+            );
         }
     }
 }
@@ -258,16 +307,26 @@ fn simd_kernels_equal_scalar_bit_for_bit() {
                 let w = QMatrix::from_ggml(format, rows, cols, &data).unwrap();
                 for (m, scale) in [(1, 1.0), (2, 1.0), (3, 3e-6), (4, 1.0), (5, 1.0), (9, 1.0)] {
                     // Tiny activations put d and s into f16's subnormal range.
-                    let x: Vec<f32> =
-                        random_x(m, cols, (m * 7 + cols) as u64).iter().map(|v| v * scale).collect();
+                    let x: Vec<f32> = random_x(m, cols, (m * 7 + cols) as u64)
+                        .iter()
+                        .map(|v| v * scale)
+                        .collect();
                     let scalar = w.matmul_with(Kernel::Scalar, &x, m).unwrap();
                     for &k in &kernels {
                         let got = w.matmul_with(k, &x, m).unwrap();
-                        let same = got.iter().zip(&scalar).all(|(a, b)| a.to_bits() == b.to_bits());
-                        assert!(same, "{format:?} {k:?} differs from scalar at [{rows},{cols}] x{m}");
+                        let same = got
+                            .iter()
+                            .zip(&scalar)
+                            .all(|(a, b)| a.to_bits() == b.to_bits());
+                        assert!(
+                            same,
+                            "{format:?} {k:?} differs from scalar at [{rows},{cols}] x{m}"
+                        );
                     }
                     // A row's result does not depend on which other rows share its tile.
-                    let single = w.matmul_with(Kernel::best(), &x[(m - 1) * cols..], 1).unwrap();
+                    let single = w
+                        .matmul_with(Kernel::best(), &x[(m - 1) * cols..], 1)
+                        .unwrap();
                     let full = w.matmul_with(Kernel::best(), &x, m).unwrap();
                     assert_eq!(&full[(m - 1) * rows..], &single[..]);
                 }
@@ -287,7 +346,9 @@ fn activation_ties_round_half_to_even_in_every_kernel() {
     let w = QMatrix::from_ggml(QFormat::Q8_0, QK, QK, &data).unwrap();
     // amax = 127 makes d_x = 1, so x itself is rounded: ties go to the even neighbour as in
     // ggml's x86 quantizer.
-    let mut x = vec![127.0f32, 2.5, -3.5, 0.5, -0.5, 1.5, -1.5, 126.5, -126.5, 0.49999997];
+    let mut x = vec![
+        127.0f32, 2.5, -3.5, 0.5, -0.5, 1.5, -1.5, 126.5, -126.5, 0.49999997,
+    ];
     x.resize(QK, 0.25);
     let want: Vec<f32> = x.iter().map(|v| v.round_ties_even()).collect();
     for k in Kernel::available() {
