@@ -117,6 +117,17 @@ impl Lm {
         }
     }
 
+    /// Whether tokens the grammar forces may skip the model. True for one-character (and
+    /// one-byte) codecs, where forced bytes have a single spelling, and for pretrained models,
+    /// where the saved forward passes matter most; false for sub-word pieces, whose greedy
+    /// spelling of forced bytes is often not the split the model was trained on.
+    pub fn fast_forward(&self) -> bool {
+        match self {
+            Lm::Tiny(t) => !matches!(t.codec, AnyCodec::Piece(_)),
+            Lm::Llama(_) => true,
+        }
+    }
+
     /// Tokens `text` takes in this model's vocabulary.
     pub fn count_tokens(&self, text: &str) -> usize {
         match self {

@@ -393,11 +393,18 @@ impl Planner {
             if constraint.is_stopped() {
                 break;
             }
-            let forced: Vec<u32> = constraint
-                .forced_tokens()
-                .into_iter()
-                .take_while(|&t| t != self.eos)
-                .collect();
+            // Fast-forward skips the model for bytes the grammar forces. It is exact only when
+            // the vocabulary spells those bytes one way; with sub-word pieces the greedy split
+            // is often not the model's own and costs accuracy (0.924 vs 0.972 on Pace), so
+            // such planners let the model pick every token under the mask instead.
+            let forced: Vec<u32> = (if self.lm.fast_forward() {
+                constraint.forced_tokens()
+            } else {
+                Vec::new()
+            })
+            .into_iter()
+            .take_while(|&t| t != self.eos)
+            .collect();
             if !forced.is_empty() {
                 if forced.len() > state.room() {
                     dead = Some("ran out of context".to_string());

@@ -24,11 +24,13 @@ fn shipped_default_planner_still_clears_its_floor() {
     )
     .unwrap();
     assert_eq!(summary.invalid_emitted, 0);
-    // Shipped: 0.83 agreement on its own test split; at the floor 0.50 coverage, precision 1.0.
+    // Shipped: 0.97 agreement on its own 2,000 test requests, 0.985 on these 200; at the floor
+    // 0.55 coverage, precision 1.0. Below 0.93 means something regressed: forcing grammar
+    // bytes past a sub-word model (fast-forward) alone costs ~5 points.
     eprintln!("{summary:?}");
-    assert!(summary.agreement >= 0.75, "{summary:?}");
+    assert!(summary.agreement >= 0.93, "{summary:?}");
     assert!(
-        summary.coverage >= 0.2 && summary.precision >= 0.97,
+        summary.coverage >= 0.4 && summary.precision >= 0.97,
         "{summary:?}"
     );
 }
