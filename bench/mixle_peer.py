@@ -21,7 +21,7 @@ What it does:
   5. Runs `plansmith --threads 1 bench plan --json --data <the same N requests>` (`--reps` times
      before and `--reps` times after the mixle timing; the run with the median p50 is reported) and `plansmith eval traces` for its agreement.
 
-    OMP_NUM_THREADS=1 /work/targets/torchenv/bin/python bench/mixle_peer.py \
+    OMP_NUM_THREADS=1 python3 bench/mixle_peer.py \
         [--plansmith PATH] [--data DIR] [--n 200] [--agree-n 100] [--epochs 5] \
         [--save-planner DIR | --load-planner DIR] [--json] [--out FILE]
 
@@ -62,7 +62,7 @@ def read_jsonl(path):
 
 
 def find_plansmith(explicit):
-    cands = [explicit, os.environ.get("PLANSMITH"), "/work/targets/main/release/plansmith",
+    cands = [explicit, os.environ.get("PLANSMITH"),
              os.path.join(ROOT, "target/release/plansmith")]
     for c in cands:
         if c and os.path.isfile(c) and os.access(c, os.X_OK):
@@ -347,7 +347,7 @@ def run_plansmith(binary, req_file, n, reps, agree_file, planner_dir):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--plansmith", default=None, help="plansmith binary (default: $PLANSMITH, "
-                    "/work/targets/main/release/plansmith, target/release/plansmith)")
+                    "target/release/plansmith)")
     ap.add_argument("--planner", default=None, help="plansmith planner dir (default: the embedded one)")
     ap.add_argument("--planner-json", default=os.path.join(ROOT, "crates/plansmith-planner/default/planner.json"),
                     help="shape fallback when the binary's embedded planner cannot be read")

@@ -14,7 +14,7 @@ With --gguf it also exports SmolLM2 through `hf_logits export` and checks that `
 reads our tokenizer.json to the same ids and `transformers` reads our checkpoint to the same
 logits as our dense (dequantized) model.
 
-Usage: /work/targets/torchenv/bin/python scripts/hf_crosscheck.py [--bin PATH] [--gguf PATH]
+Usage: python3 scripts/hf_crosscheck.py [--bin PATH] [--gguf PATH]
        [--out crates/plansmith-llama/results/hf_crosscheck.json]
 """
 import argparse
