@@ -7,7 +7,23 @@ use candle_core::quantized::{QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor};
 
 use crate::error::Result;
-use crate::qkernel::QMatrix;
+use crate::qkernel::{Kernel, QFormat, QMatrix};
+
+/// `q` repacked for the own kernels when they beat candle on this CPU: Q4_1 always (candle's
+/// Q4_1 dot product is scalar everywhere), Q8_0 only with a SIMD kernel (candle has AVX2 and
+/// NEON paths for Q8_0 that the portable kernel would not beat).
+pub(crate) fn packed(q: &QTensor) -> Result<Option<QMatrix>> {
+    let own = match QFormat::from_ggml(q.dtype()) {
+        Some(QFormat::Q4_1) => true,
+        Some(QFormat::Q8_0) => Kernel::best() != Kernel::Scalar,
+        None => false,
+    };
+    if own {
+        QMatrix::from_qtensor(q)
+    } else {
+        Ok(None)
+    }
+}
 
 #[derive(Debug, Clone)]
 pub(crate) enum Linear {
@@ -16,10 +32,10 @@ pub(crate) enum Linear {
 }
 
 impl Linear {
-    /// Take over a quantized tensor `[out, in]`: Q4_1 / Q8_0 are repacked for the own kernels
-    /// (the GGUF copy is dropped), anything else goes to candle.
+    /// Take over a quantized tensor `[out, in]`: formats the own kernels serve best (see
+    /// [`packed`]) are repacked for them (the GGUF copy is dropped), the rest goes to candle.
     pub(crate) fn from_qtensor(q: QTensor) -> Result<Self> {
-        Ok(match QMatrix::from_qtensor(&q)? {
+        Ok(match packed(&q)? {
             Some(m) => Self::Packed(Arc::new(m)),
             None => Self::Candle(QMatMul::from_qtensor(q)?),
         })

@@ -184,7 +184,7 @@ impl LlamaModel {
         }
         let norm = dense(g, "output_norm.weight", &[d])?;
         // A tied head shares the repacked table with the embedding lookup.
-        let embed_packed = QMatrix::from_qtensor(&embed_q)?.map(Arc::new);
+        let embed_packed = crate::linear::packed(&embed_q)?.map(Arc::new);
         let output = if cfg.tie_embeddings {
             match &embed_packed {
                 Some(p) => Linear::Packed(p.clone()),
