@@ -3,7 +3,7 @@
 # generate the Pace dataset, train, calibrate, test, and write the planner directory that
 # `plansmith` embeds (crates/plansmith-planner/default/). Deterministic per seed.
 #
-#   scripts/train-default.sh [SEED]        # ~4-7 minutes on a 2-core machine (one epoch)
+#   scripts/train-default.sh [SEED]        # ~7.5 minutes on a 2-core machine (one epoch)
 #
 # Then rebuild (`cargo build --release`) so the binary embeds the new planner.
 set -euo pipefail
@@ -12,9 +12,9 @@ seed="${1:-0}"
 data="target/default-planner-data"
 cargo build --release -p plansmith
 bin="${CARGO_TARGET_DIR:-target}/release/plansmith"
-# 120,000 fresh requests seen once generalise better than 40,000 seen three times; 15% of them
+# 240,000 fresh requests seen once generalise better than fewer seen several times; 15% of them
 # also in ALL CAPS, which are otherwise too rare (4%) for a small model to learn.
-"$bin" data pace --out "$data" --seed "$seed" --n 120000 --upper-train 0.15
+"$bin" data pace --out "$data" --seed "$seed" --n 240000 --upper-train 0.15
 # 3,000 calibration requests fit the floor (a steadier floor than 1,000 gave); 2,000 test
 # requests judge it.
 head -n 3000 "$data/calibration.jsonl" > "$data/calibration-3k.jsonl"
