@@ -57,20 +57,25 @@ struct CharCodecRepr {
 impl TryFrom<CharCodecRepr> for CharCodec {
     type Error = LmError;
     fn try_from(r: CharCodecRepr) -> Result<Self> {
-        let mut itos = Vec::with_capacity(r.itos.len());
-        for (i, s) in r.itos.iter().enumerate() {
+        CharCodec::from_itos(single_chars("itos", &r.itos)?)
+    }
+}
+
+/// Parse a persisted table of one-character strings; `field` names it in the error.
+pub(crate) fn single_chars(field: &str, table: &[String]) -> Result<Vec<char>> {
+    table
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
             let mut it = s.chars();
             match (it.next(), it.next()) {
-                (Some(c), None) => itos.push(c),
-                _ => {
-                    return Err(LmError::Codec(format!(
-                        "itos[{i}] must be exactly one character, got {s:?}"
-                    )))
-                }
+                (Some(c), None) => Ok(c),
+                _ => Err(LmError::Codec(format!(
+                    "{field}[{i}] must be exactly one character, got {s:?}"
+                ))),
             }
-        }
-        CharCodec::from_itos(itos)
-    }
+        })
+        .collect()
 }
 
 impl From<CharCodec> for CharCodecRepr {

@@ -19,7 +19,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use crate::codec::{Codec, EOS_CHAR, UNK_ID};
+use crate::codec::{single_chars, Codec, EOS_CHAR, UNK_ID};
 use crate::error::{LmError, Result};
 
 /// Ids before the first character id (pad and unknown).
@@ -47,19 +47,7 @@ struct PieceCodecRepr {
 impl TryFrom<PieceCodecRepr> for PieceCodec {
     type Error = LmError;
     fn try_from(r: PieceCodecRepr) -> Result<Self> {
-        let mut chars = Vec::with_capacity(r.chars.len());
-        for (i, s) in r.chars.iter().enumerate() {
-            let mut it = s.chars();
-            match (it.next(), it.next()) {
-                (Some(c), None) => chars.push(c),
-                _ => {
-                    return Err(LmError::Codec(format!(
-                        "chars[{i}] must be exactly one character, got {s:?}"
-                    )))
-                }
-            }
-        }
-        PieceCodec::from_parts(chars, r.merges)
+        PieceCodec::from_parts(single_chars("chars", &r.chars)?, r.merges)
     }
 }
 

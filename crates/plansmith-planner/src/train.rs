@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use plansmith_core::{Catalog, Trace};
 use plansmith_lm::{
-    fit_pairs, AnyCodec, CharCodec, Codec, PieceCodec, Progress, TinyGpt, TinyGptConfig,
+    fit_token_pairs, AnyCodec, CharCodec, Codec, PieceCodec, Progress, TinyGpt, TinyGptConfig,
     TrainConfig, TrainReport,
 };
 use serde::{Deserialize, Serialize};
@@ -181,9 +181,14 @@ pub fn train_planner_from(
         None => spec.model.clone(),
     };
     cfg.vocab = codec.vocab_size();
-    let longest = train_pairs
+    // Encoded once: the block check and training share the ids.
+    let ids: Vec<(Vec<u32>, Vec<u32>)> = train_pairs
         .iter()
-        .map(|(p, c)| codec.encode(p).len() + codec.encode(c).len())
+        .map(|(p, c)| (codec.encode(p), codec.encode(c)))
+        .collect();
+    let longest = ids
+        .iter()
+        .map(|(p, c)| p.len() + c.len())
         .max()
         .unwrap_or(0);
     if longest > cfg.block {
@@ -197,7 +202,7 @@ pub fn train_planner_from(
         Some(m) => m,
         None => TinyGpt::new(cfg, spec.train.seed, &device)?,
     };
-    let report = fit_pairs(&mut model, &codec, &train_pairs, &spec.train, progress)?;
+    let report = fit_token_pairs(&mut model, &ids, &spec.train, progress)?;
     let mut planner = Planner::new(
         model,
         codec,
