@@ -7,9 +7,15 @@
 //!   compiled for "no visible entities", cloned per request (no compile at all on a hit)
 //!   unless the request carries entities of a type an EntityRef uses.
 //!
-//! llguidance cannot splice per-request lexemes into an already compiled grammar, so a
-//! template with holes is compiled per request from its text plus the hole definitions;
-//! what the cache saves there is generation, and the factory/slicer are shared.
+//! * for DSL templates with copy holes, one matcher compiled with each copy value as its
+//!   request-independent lexeme, cloned per request and paired with a
+//!   [`crate::copyfilter::CopyFilter`] that checks the spans while decoding.
+//!
+//! llguidance cannot splice per-request lexemes into an already compiled grammar, so any
+//! other template with holes (JSON syntaxes with a copy policy, requests carrying entities,
+//! requests where a copied value is impossible) is compiled per request from its text plus the
+//! hole definitions; what the cache saves there is generation, and the factory/slicer are
+//! shared.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -36,6 +42,10 @@ pub struct Prepared {
     key: CacheKey,
     template: Template,
     ready: Option<Matcher>,
+    /// Shared grammars for requests whose copy spans a `CopyFilter` checks, one per set of
+    /// copy holes a request has no span for (built on first use; `None`: that set needs
+    /// per-request grammars).
+    filtered: Mutex<HashMap<Vec<usize>, Option<Arc<Filtered>>>>,
     bytes: usize,
 }
 
@@ -51,9 +61,18 @@ impl Prepared {
     /// Whether requests reuse a compiled matcher (no per-request compile) — all of them, or,
     /// with EntityRefs, those without visible entities of the referenced types.
     pub fn is_precompiled(&self) -> bool {
-        self.ready.is_some()
+        self.ready.is_some() || self.template.checks_copies_while_decoding()
     }
 }
+
+/// A grammar shared by requests whose copy spans are checked while decoding.
+struct Filtered {
+    template: Template,
+    matcher: Matcher,
+}
+
+/// Shared-grammar variants kept per template (sets of impossible copy holes).
+const MAX_FILTERED_FORMS: usize = 16;
 
 /// Cache counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -189,6 +208,7 @@ impl Engine {
             key,
             template,
             ready,
+            filtered: Mutex::new(HashMap::new()),
             bytes,
         });
         let mut lru = self.lock();
@@ -203,11 +223,49 @@ impl Engine {
         prepared: &Prepared,
         request: &Request,
     ) -> Result<Constraint, GrammarError> {
-        let matcher = match &prepared.ready {
-            Some(m) if !prepared.template.depends_on(request) => m.clone(),
-            _ => self.matcher(&prepared.template.grammar(request)?)?,
-        };
+        if let Some(m) = &prepared.ready {
+            if !prepared.template.depends_on(request) {
+                return Ok(Constraint::new(m.clone(), self.env.clone()));
+            }
+        }
+        if let Some(impossible) = prepared.template.impossible_holes(request) {
+            if let Some(shared) = self.filtered(prepared, impossible) {
+                if let Some(filter) = shared.template.copy_filter(request) {
+                    return Ok(Constraint::with_copy_filter(
+                        shared.matcher.clone(),
+                        self.env.clone(),
+                        filter,
+                    ));
+                }
+            }
+        }
+        let matcher = self.matcher(&prepared.template.grammar(request)?)?;
         Ok(Constraint::new(matcher, self.env.clone()))
+    }
+
+    /// The shared grammar for requests with these impossible copy holes, compiled on first
+    /// use. A variant that cannot be shared (or fails to build: the per-request path then
+    /// reports why) is remembered as `None`.
+    fn filtered(&self, prepared: &Prepared, impossible: Vec<usize>) -> Option<Arc<Filtered>> {
+        let mut forms = prepared.filtered.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(f) = forms.get(&impossible) {
+            return f.clone();
+        }
+        if forms.len() >= MAX_FILTERED_FORMS {
+            return None;
+        }
+        let build = || -> Option<Filtered> {
+            let template = if impossible.is_empty() {
+                prepared.template.clone()
+            } else {
+                prepared.template.without_holes(&impossible).ok()?
+            };
+            let matcher = self.matcher(&template.filtered_grammar()?).ok()?;
+            Some(Filtered { template, matcher })
+        };
+        let form = build().map(Arc::new);
+        forms.insert(impossible, form.clone());
+        form
     }
 
     /// Prepare (cached) and build the request's constraint.

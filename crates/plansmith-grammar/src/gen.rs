@@ -31,6 +31,7 @@ use plansmith_core::{Catalog, CopyUnit, Policy, Syntax};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::copyfilter::{CopyFilter, CopyKeys, HoleSpans};
 use crate::error::GrammarError;
 use crate::regex::{self as rx, lit, repeat, JSON_CHAR};
 
@@ -246,12 +247,26 @@ pub(crate) struct EntityHole {
     max_len: Option<usize>,
 }
 
+/// What a DSL key's value is, over every place the grammar writes that key for a tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KeyKind {
+    Plain,
+    /// Fills this copy hole.
+    Copied(usize),
+    /// Copied in one place and not in another, or a mix inside one value: not trackable.
+    Mixed,
+}
+
 /// The request-independent part of a grammar (see the module docs).
 #[derive(Debug, Clone)]
 pub struct Template {
     lark: String,
     copy_holes: Vec<CopyHole>,
     entity_holes: Vec<EntityHole>,
+    /// DSL only: which keys take copied values, when that is unambiguous per (tool, key) —
+    /// then copy spans are checked by a [`crate::copyfilter::CopyFilter`] beside one shared
+    /// compiled grammar instead of compiled into a grammar per request.
+    copy_keys: Option<std::sync::Arc<CopyKeys>>,
     copy_unit: CopyUnit,
     catalog: std::sync::Arc<Catalog>,
     options: Options,
@@ -279,6 +294,78 @@ impl Template {
     /// entities do not touch the EntityRefs.
     pub(crate) fn has_shared_form(&self) -> bool {
         self.copy_holes.is_empty()
+    }
+
+    /// Whether requests share compiled grammars with copy spans checked while decoding.
+    pub(crate) fn checks_copies_while_decoding(&self) -> bool {
+        self.copy_keys.is_some()
+    }
+
+    /// The grammar every request shares when a [`CopyFilter`] checks its copy spans (DSL
+    /// templates whose copied keys are unambiguous): copy holes as their request-independent
+    /// lexemes, entity labels as their fallbacks.
+    pub(crate) fn filtered_grammar(&self) -> Option<String> {
+        self.copy_keys.as_ref()?;
+        let mut out = self.lark.clone();
+        out.push_str("\n// ---- copy spans are checked while decoding ----\n");
+        for (i, h) in self.copy_holes.iter().enumerate() {
+            let _ = writeln!(out, "copy_{i}: COPY_{i}\nCOPY_{i}: /{}/", h.conj);
+        }
+        for (i, h) in self.entity_holes.iter().enumerate() {
+            let _ = writeln!(out, "ent_{i}: {}", h.fallback);
+        }
+        Some(out)
+    }
+
+    /// The copy holes `request` has no span for (their values are left out of its grammar),
+    /// when its copy spans can be checked while decoding: a DSL template whose copied keys are
+    /// unambiguous, a non-empty request, and no visible entity of a type an EntityRef uses.
+    pub(crate) fn impossible_holes(&self, request: &Request) -> Option<Vec<usize>> {
+        self.copy_keys.as_ref()?;
+        let entity_labels = request.entities.iter().any(|e| {
+            self.entity_holes
+                .iter()
+                .any(|h| h.entity_type == e.entity_type)
+        });
+        let raw = chunks(&request.text, self.copy_unit);
+        if entity_labels || raw.is_empty() {
+            return None;
+        }
+        Some(
+            (0..self.copy_holes.len())
+                .filter(|&i| !self.copy_holes[i].check.satisfiable(&raw))
+                .collect(),
+        )
+    }
+
+    /// The template with some copy holes' values left out (what [`Self::grammar`] builds for
+    /// a request with no span for them), shared by every request with the same such holes.
+    pub(crate) fn without_holes(&self, impossible: &[usize]) -> Result<Template, GrammarError> {
+        let holes = impossible
+            .iter()
+            .filter_map(|&i| self.copy_holes.get(i).cloned())
+            .collect();
+        generate(&self.catalog, &self.options, holes, None)
+    }
+
+    /// The copy filter for `request` over [`Self::filtered_grammar`], when every copy hole has
+    /// a span in it (see [`Self::impossible_holes`]).
+    pub(crate) fn copy_filter(&self, request: &Request) -> Option<CopyFilter> {
+        let keys = self.copy_keys.as_ref()?;
+        if self.impossible_holes(request)?.iter().next().is_some() {
+            return None;
+        }
+        let raw = chunks(&request.text, self.copy_unit);
+        let mut holes = Vec::with_capacity(self.copy_holes.len());
+        for h in &self.copy_holes {
+            let mut pattern = llguidance::derivre::Regex::new(&h.conj).ok()?;
+            let spans = HoleSpans::find(&request.text, &raw, &mut pattern);
+            if spans.is_empty() {
+                return None;
+            }
+            holes.push(spans);
+        }
+        Some(CopyFilter::new(keys.clone(), &request.text, holes))
     }
 
     /// The request-independent Lark text (holes referenced, not defined).
@@ -406,6 +493,8 @@ struct Gen<'a> {
     leaf_memo: HashMap<String, String>,
     copy_holes: Vec<CopyHole>,
     entity_holes: Vec<EntityHole>,
+    /// DSL keys per tool and what their values are (see [`Template`]'s `copy_keys`).
+    dsl_keys: HashMap<(String, String), KeyKind>,
     /// Holes known to have no span in the request (regeneration for one request).
     impossible: Vec<CopyHole>,
     /// The request, when generating for one request (entity branches decided now).
@@ -446,6 +535,44 @@ fn types(schema: &Value) -> Vec<&str> {
         Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
         _ => Vec::new(),
     }
+}
+
+/// Whether a Lark expression names a copy or entity hole (`copy_3`, `ent_0`) outside its
+/// string literals and regexes.
+fn refers_to_a_hole(expr: &str) -> bool {
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    let mut word = String::new();
+    let is_hole = |w: &str| {
+        ["copy_", "ent_"].iter().any(|p| {
+            w.strip_prefix(p)
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        })
+    };
+    for c in expr.chars().chain(std::iter::once(' ')) {
+        if let Some(q) = quote {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == q {
+                quote = None;
+            }
+            continue;
+        }
+        if c.is_ascii_alphanumeric() || c == '_' {
+            word.push(c);
+            continue;
+        }
+        if is_hole(&word) {
+            return true;
+        }
+        word.clear();
+        if c == '"' || c == '/' {
+            quote = Some(c);
+        }
+    }
+    false
 }
 
 fn join_path(path: &str, key: &str) -> String {
@@ -554,6 +681,7 @@ impl<'a> Gen<'a> {
             leaf_memo: HashMap::new(),
             copy_holes: Vec::new(),
             entity_holes: Vec::new(),
+            dsl_keys: HashMap::new(),
             impossible: Vec::new(),
             request: None,
         }
@@ -606,6 +734,44 @@ impl<'a> Gen<'a> {
             }
         };
         format!("ent_{i}")
+    }
+
+    /// `key=value` in the DSL, noting whether `key` of `tool` takes a copied value.
+    fn dsl_pair(&mut self, tool: &str, key: &str, value: &str) -> String {
+        let hole = |prefix: &str| {
+            value
+                .strip_prefix(prefix)
+                .and_then(|n| n.parse::<usize>().ok())
+        };
+        let kind = if let Some(i) = hole("copy_") {
+            KeyKind::Copied(i)
+        } else if let Some(i) = hole("ent_") {
+            // without visible entities the label is the hole's fallback expression
+            match self.entity_holes.get(i).map(|h| h.fallback.as_str()) {
+                Some(f) => match f
+                    .strip_prefix("copy_")
+                    .and_then(|n| n.parse::<usize>().ok())
+                {
+                    Some(j) => KeyKind::Copied(j),
+                    None if !refers_to_a_hole(f) => KeyKind::Plain,
+                    None => KeyKind::Mixed,
+                },
+                None => KeyKind::Mixed,
+            }
+        } else if refers_to_a_hole(value) {
+            KeyKind::Mixed
+        } else {
+            KeyKind::Plain
+        };
+        self.dsl_keys
+            .entry((tool.to_string(), key.to_string()))
+            .and_modify(|k| {
+                if *k != kind {
+                    *k = KeyKind::Mixed
+                }
+            })
+            .or_insert(kind);
+        format!("{} {value}", lit(&format!("{key}=")))
     }
 
     fn sep(&self) -> &'static str {
@@ -1217,9 +1383,7 @@ impl<'a> Gen<'a> {
                 Surface::Dsl => {
                     let key = format!("{key_prefix}{k}");
                     match &ov {
-                        Some((name, e)) if *name == k => {
-                            Ok(Some(format!("{} {e}", lit(&format!("{key}=")))))
-                        }
+                        Some((name, e)) if *name == k => Ok(Some(self.dsl_pair(tool, &key, e))),
                         _ => self.dsl_segment(tool, &child_path, &key, sub),
                     }
                 }
@@ -1292,7 +1456,7 @@ impl<'a> Gen<'a> {
             ));
         }
         let v = self.value(tool, path, schema)?;
-        Ok(Some(format!("{} {v}", lit(&format!("{key}=")))))
+        Ok(Some(self.dsl_pair(tool, key, &v)))
     }
 
     fn dsl_array(
@@ -1522,10 +1686,28 @@ fn generate(
         lark.push_str("COLON: /: ?/\nCOMMA: /, ?/\n");
     }
     lark.push_str(&g.token_defs);
+    let trackable = surface == Surface::Dsl
+        && !g.copy_holes.is_empty()
+        && g.copy_holes.iter().all(|h| !h.quoted)
+        && g.dsl_keys.values().all(|k| *k != KeyKind::Mixed);
+    let copy_keys = trackable.then(|| {
+        let mut keys = CopyKeys::new();
+        for ((tool, key), kind) in &g.dsl_keys {
+            keys.entry(tool.clone()).or_default().insert(
+                key.clone(),
+                match kind {
+                    KeyKind::Copied(i) => Some(*i),
+                    _ => None,
+                },
+            );
+        }
+        std::sync::Arc::new(keys)
+    });
     Ok(Template {
         lark,
         copy_holes: g.copy_holes,
         entity_holes: g.entity_holes,
+        copy_keys,
         copy_unit: options.policy.copy_unit,
         catalog: std::sync::Arc::new(catalog.clone()),
         options: options.clone(),
@@ -1544,6 +1726,16 @@ pub fn grammar_text(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hole_references_are_whole_names_outside_literals() {
+        assert!(refers_to_a_hole("copy_0"));
+        assert!(refers_to_a_hole("(copy_12 | T3)"));
+        assert!(refers_to_a_hole("ent_1"));
+        assert!(!refers_to_a_hole("(\"current_screen\" | \"copy_0\")"));
+        assert!(!refers_to_a_hole("/ent_[0-9]/ | T4"));
+        assert!(!refers_to_a_hole("xcopy_0 | copy_ | copy_x"));
+    }
 
     #[test]
     fn word_chunks_follow_core_classes() {

@@ -13,6 +13,7 @@
 //! ```
 
 pub mod bench;
+mod copyfilter;
 mod engine;
 mod error;
 mod gen;

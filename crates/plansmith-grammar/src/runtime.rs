@@ -3,6 +3,7 @@
 
 use llguidance::Matcher;
 
+use crate::copyfilter::CopyFilter;
 use crate::error::Dead;
 use crate::tokenv::TokEnv;
 
@@ -83,6 +84,8 @@ pub enum ConstraintState {
 /// One request's constraint over a [`TokEnv`].
 pub struct Constraint {
     matcher: Matcher,
+    /// Copy spans checked beside a shared grammar (DSL), when the grammar does not hold them.
+    filter: Option<CopyFilter>,
     env: TokEnv,
     dead: Option<String>,
     mask: Mask,
@@ -97,6 +100,7 @@ impl Constraint {
         let dead = matcher.get_error();
         Constraint {
             matcher,
+            filter: None,
             env,
             dead,
             mask: Mask::empty(len),
@@ -104,6 +108,12 @@ impl Constraint {
             output: Vec::new(),
             committed: 0,
         }
+    }
+
+    pub(crate) fn with_copy_filter(matcher: Matcher, env: TokEnv, filter: CopyFilter) -> Self {
+        let mut c = Constraint::new(matcher, env);
+        c.filter = Some(filter);
+        c
     }
 
     fn die(&mut self, reason: String) -> Dead {
@@ -137,6 +147,19 @@ impl Constraint {
                     for id in vocab..self.mask.len.min(src.len() * 32) {
                         self.mask.words[id / 32] &= !(1 << (id % 32));
                     }
+                    if let Some(f) = &self.filter {
+                        let trie = self.env.llg_env().tok_trie();
+                        for (wi, word) in self.mask.words.iter_mut().enumerate() {
+                            let mut bits = *word;
+                            while bits != 0 {
+                                let b = bits.trailing_zeros();
+                                bits &= bits - 1;
+                                if !f.accepts(trie.token(wi as u32 * 32 + b)) {
+                                    *word &= !(1 << b);
+                                }
+                            }
+                        }
+                    }
                     self.mask_fresh = true;
                 }
                 Err(e) => return Err(self.die(e.to_string())),
@@ -161,6 +184,13 @@ impl Constraint {
         }
         if self.mask_fresh && !self.mask.is_allowed(token) {
             return Err(self.die(format!("token {token} is not allowed here")));
+        }
+        if let Some(f) = &mut self.filter {
+            if !f.commit(&self.env.token_bytes(token)) {
+                let reason =
+                    format!("token {token} makes a copied value that is not in the request");
+                return Err(self.die(reason));
+            }
         }
         if !self.mask_fresh {
             match self.matcher.validate_tokens(&[token]) {
@@ -219,6 +249,16 @@ impl Constraint {
                 tokens.pop();
             }
         }
+        // the shared grammar may force bytes the copy check rules out (then it is a dead end
+        // the next mask reports)
+        if let Some(f) = &self.filter {
+            let mut probe = f.clone();
+            let keep = tokens
+                .iter()
+                .take_while(|&&t| probe.commit(trie.token(t)))
+                .count();
+            tokens.truncate(keep);
+        }
         tokens
     }
 
@@ -243,6 +283,12 @@ impl Constraint {
         } else {
             ConstraintState::Running
         }
+    }
+
+    /// Whether copied values are checked while decoding (one grammar shared by all requests)
+    /// rather than compiled into this request's grammar.
+    pub fn checks_copies_while_decoding(&self) -> bool {
+        self.filter.is_some()
     }
 
     /// The text committed so far (EOS excluded).

@@ -4,6 +4,10 @@
 //! enums, arrays, optional parameters, bounded integers / numbers, booleans, entity refs,
 //! random policies (copy words / chars / none), random requests with visible entities, and
 //! random tool_choice / max_calls.
+//!
+//! And for the plan DSL, where copied values are checked while decoding beside one shared
+//! grammar: on random walks the shared grammar plus the copy check allow exactly the tokens
+//! the request's own compiled grammar allows, at every step.
 
 mod common;
 
@@ -330,4 +334,89 @@ fn json_array_outputs_always_valid() {
 #[test]
 fn openai_outputs_always_valid() {
     run(Syntax::OpenAi, &common::char_env(), count(), 4);
+}
+
+/// Random walks through the DSL with both constraints for one request: the shared grammar plus
+/// the copy check, and the request's own grammar. Returns the number of steps compared.
+fn same_masks(env: &TokEnv, walks: usize, seed: u64) -> usize {
+    let engine = Engine::new(env.clone()).unwrap();
+    let mut rng = Rng::new(seed);
+    let (mut compared_walks, mut steps) = (0usize, 0usize);
+    let mut tries = 0;
+    while compared_walks < walks {
+        tries += 1;
+        assert!(
+            tries < walks * 50,
+            "too few catalogs take the shared-grammar path"
+        );
+        let cat = catalog(&mut rng);
+        let tool_choice = match rng.below(4) {
+            0 => ToolChoice::Required,
+            _ => ToolChoice::Auto,
+        };
+        let options = Options {
+            syntax: Syntax::Dsl,
+            policy: policy(&mut rng, &cat, Syntax::Dsl),
+            tool_choice,
+            max_calls: 1 + rng.below(3),
+        };
+        let Ok(prepared) = engine.prepare(&cat, &options) else {
+            continue;
+        };
+        for _ in 0..4 {
+            let mut req = request(&mut rng);
+            if rng.chance(0.7) {
+                req.entities.clear();
+            }
+            let Ok(mut fast) = engine.constraint_for(&prepared, &req) else {
+                continue;
+            };
+            if !fast.checks_copies_while_decoding() {
+                continue;
+            }
+            let text = prepared.template().grammar(&req).unwrap();
+            let mut exact = engine.constraint_from_lark(&text).unwrap();
+            compared_walks += 1;
+            for _ in 0..80 {
+                let a = fast.mask().unwrap().allowed();
+                let b = exact.mask().unwrap().allowed();
+                assert_eq!(
+                    a,
+                    b,
+                    "masks differ after {:?} for request {:?}\n{text}",
+                    exact.output_text(),
+                    req.text
+                );
+                steps += 1;
+                if a.is_empty() || exact.is_stopped() {
+                    break;
+                }
+                // lean towards value-ending tokens so walks cover several keys and calls
+                let closing: Vec<u32> = a
+                    .iter()
+                    .copied()
+                    .filter(|&t| env.token_bytes(t).iter().any(|c| b";)|\n".contains(c)))
+                    .collect();
+                let t = if !closing.is_empty() && rng.chance(0.25) {
+                    *rng.pick(&closing)
+                } else {
+                    *rng.pick(&a)
+                };
+                fast.commit(t).unwrap();
+                exact.commit(t).unwrap();
+                if t == env.eos() {
+                    break;
+                }
+            }
+        }
+    }
+    steps
+}
+
+#[test]
+fn dsl_copy_check_beside_a_shared_grammar_allows_exactly_the_request_grammar() {
+    let steps =
+        same_masks(&common::char_env(), 150, 11) + same_masks(&common::small_bpe_env(), 150, 12);
+    eprintln!("{steps} masks compared");
+    assert!(steps > 3000, "only {steps} masks compared");
 }

@@ -15,6 +15,8 @@
 //! - **KV cache and decoding** ([`decode`]): [`Session`] (feed / push / logits), cheap
 //!   [`Snapshot`]s of a shared prefix, greedy and seeded temperature sampling, teacher-forced
 //!   completion scoring.
+//! - **Inference forward** ([`infer`]): [`InferModel`], a flat-buffer copy of a TinyGpt with a
+//!   growable KV cache, ~10x cheaper per decode step than the candle graph; planners decode with it.
 //! - **Training** ([`train`]): [`fit_pairs`] — prompt-masked next-token loss, AdamW with warm-up
 //!   and cosine decay, gradient clipping, seeded deterministic batching, indicatif progress,
 //!   atomic resumable checkpoints. On the CPU the step runs on the hand-written forward/backward
@@ -39,7 +41,9 @@ pub mod codec;
 pub mod decode;
 pub mod error;
 pub mod fast;
+pub mod infer;
 pub mod io;
+mod kernels;
 pub mod optim;
 pub mod piece;
 pub mod tiny_gpt;
@@ -53,6 +57,7 @@ pub use decode::{
 };
 pub use error::{LmError, Result};
 pub use fast::{FastBatch, FastTrainer};
+pub use infer::{InferCache, InferModel, Rows};
 pub use piece::PieceCodec;
 pub use tiny_gpt::{KvCache, PosEncoding, TinyGpt, TinyGptConfig};
 pub use train::{

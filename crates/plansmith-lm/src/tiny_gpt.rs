@@ -369,18 +369,8 @@ impl TinyGpt {
         let train_w = build(false);
         let infer_w = build(true);
         let rope = if cfg.pos == PosEncoding::Rope {
-            let hd = cfg.head_dim();
-            let half = hd / 2;
-            let mut cos = Vec::with_capacity(cfg.block * half);
-            let mut sin = Vec::with_capacity(cfg.block * half);
-            for p in 0..cfg.block {
-                for i in 0..half {
-                    let inv = 1.0 / (cfg.rope_theta as f64).powf(2.0 * i as f64 / hd as f64);
-                    let a = p as f64 * inv;
-                    cos.push(a.cos() as f32);
-                    sin.push(a.sin() as f32);
-                }
-            }
+            let (cos, sin) = crate::kernels::rope_tables(&cfg);
+            let half = cfg.head_dim() / 2;
             Some((
                 Tensor::from_vec(cos, (cfg.block, half), device)?,
                 Tensor::from_vec(sin, (cfg.block, half), device)?,

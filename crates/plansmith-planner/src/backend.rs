@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 use plansmith_core::Catalog;
 use plansmith_grammar::TokEnv;
-use plansmith_lm::{AnyCodec, Codec, KvCache, TinyGpt};
+use plansmith_lm::{AnyCodec, Codec, InferCache, InferModel, Rows, TinyGpt};
 
 use crate::llama::LlamaLm;
 use crate::prompt;
@@ -23,19 +23,23 @@ pub enum Lm {
 }
 
 /// A tiny GPT and its codec; the tools line (for tools-in-prompt planners) is a cached prefix.
+/// Decoding runs on `fast`, a flat-buffer copy of the weights (the candle model is kept for
+/// saving and as the starting point of further training).
 pub struct TinyLm {
     pub model: TinyGpt,
     pub codec: AnyCodec,
-    prefixes: Mutex<HashMap<String, KvCache>>,
+    fast: InferModel,
+    prefixes: Mutex<HashMap<String, InferCache>>,
 }
 
 impl TinyLm {
-    pub fn new(model: TinyGpt, codec: AnyCodec) -> Self {
-        TinyLm {
+    pub fn new(model: TinyGpt, codec: AnyCodec) -> Result<Self, PlannerError> {
+        Ok(TinyLm {
+            fast: InferModel::from_model(&model)?,
             model,
             codec,
             prefixes: Mutex::new(HashMap::new()),
-        }
+        })
     }
 }
 
@@ -62,18 +66,19 @@ pub(crate) enum Started<'a> {
 }
 
 struct TinyState<'a> {
-    model: &'a TinyGpt,
-    cache: KvCache,
+    model: &'a InferModel,
+    cache: InferCache,
 }
 
 impl DecodeState for TinyState<'_> {
     fn feed(&mut self, ids: &[u32]) -> Result<Vec<Vec<f32>>, PlannerError> {
-        let rows = self.model.forward_with_cache(ids, &mut self.cache)?;
-        Ok(rows.to_vec2::<f32>().map_err(plansmith_lm::LmError::from)?)
+        let flat = self.model.forward(ids, &mut self.cache, Rows::All)?;
+        let vocab = self.model.config().vocab;
+        Ok(flat.chunks_exact(vocab).map(<[f32]>::to_vec).collect())
     }
 
     fn step(&mut self, id: u32) -> Result<Vec<f32>, PlannerError> {
-        Ok(self.model.forward_step(&[id], &mut self.cache)?)
+        Ok(self.model.forward(&[id], &mut self.cache, Rows::Last)?)
     }
 
     fn room(&self) -> usize {
@@ -148,10 +153,10 @@ impl Lm {
             Lm::Tiny(t) => {
                 let (mut cache, prefix_hit) = t.prefix_state(catalog, hash, tools_in_prompt)?;
                 let ids = t.codec.encode(&format!("{request}{}", prompt::ARROW));
-                match t.model.forward_step(&ids, &mut cache) {
+                match t.fast.forward(&ids, &mut cache, Rows::Last) {
                     Ok(logits) => Ok(Started::Ready {
                         state: Box::new(TinyState {
-                            model: &t.model,
+                            model: &t.fast,
                             cache,
                         }),
                         logits,
@@ -201,10 +206,10 @@ impl TinyLm {
         catalog: &Catalog,
         hash: &str,
         tools_in_prompt: bool,
-    ) -> Result<(KvCache, Option<bool>), PlannerError> {
+    ) -> Result<(InferCache, Option<bool>), PlannerError> {
         let text = prompt::prefix(catalog, tools_in_prompt);
         if text.is_empty() {
-            return Ok((KvCache::new(), None));
+            return Ok((InferCache::new(), None));
         }
         if let Some(cache) = self
             .prefixes
@@ -212,16 +217,16 @@ impl TinyLm {
             .map_err(|_| PlannerError::Poisoned)?
             .get(hash)
         {
-            return Ok((cache.snapshot(), Some(true)));
+            return Ok((cache.clone(), Some(true)));
         }
-        let mut cache = KvCache::new();
-        self.model
-            .forward_step(&self.codec.encode(&text), &mut cache)?;
+        let mut cache = InferCache::new();
+        self.fast
+            .forward(&self.codec.encode(&text), &mut cache, Rows::Last)?;
         let mut map = self.prefixes.lock().map_err(|_| PlannerError::Poisoned)?;
         if map.len() >= 32 {
             map.clear();
         }
-        map.insert(hash.to_string(), cache.snapshot());
+        map.insert(hash.to_string(), cache.clone());
         Ok((cache, Some(false)))
     }
 }

@@ -218,7 +218,12 @@ impl Planner {
         settings: PlannerSettings,
         meta: crate::dir::PlannerMeta,
     ) -> Result<Planner, PlannerError> {
-        Planner::with_lm(Lm::Tiny(TinyLm::new(model, codec)), catalog, settings, meta)
+        Planner::with_lm(
+            Lm::Tiny(TinyLm::new(model, codec)?),
+            catalog,
+            settings,
+            meta,
+        )
     }
 
     /// A planner over any backend.
