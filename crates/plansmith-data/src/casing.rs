@@ -49,10 +49,8 @@ pub fn shouted(
 /// Upper-case the strings of `value` whose schema is not an enum or a const.
 fn upper_free_strings(value: &mut Value, schema: &Value) {
     match value {
-        Value::String(s) => {
-            if schema.get("enum").is_none() && schema.get("const").is_none() {
-                *s = s.to_uppercase();
-            }
+        Value::String(s) if schema.get("enum").is_none() && schema.get("const").is_none() => {
+            *s = s.to_uppercase();
         }
         Value::Object(map) => {
             let props = schema.get("properties");

@@ -71,6 +71,7 @@ pub struct BenchReport {
 
 struct Scenario {
     name: &'static str,
+    syntax: Syntax,
     catalog: Catalog,
     policy: Policy,
     request: Request,
@@ -96,6 +97,7 @@ pub fn run(cfg: &BenchConfig) -> Result<BenchReport, BenchError> {
     let scenarios = vec![
         Scenario {
             name: "pace",
+            syntax: Syntax::Envelope,
             catalog: pace.clone(),
             policy: Policy::default(),
             request: Request::new("click Save draft three times"),
@@ -103,16 +105,33 @@ pub fn run(cfg: &BenchConfig) -> Result<BenchReport, BenchError> {
         },
         Scenario {
             name: "pace+copy",
+            syntax: Syntax::Envelope,
+            catalog: pace.clone(),
+            policy: Policy {
+                copy: CopyRule::FreeStrings,
+                copy_unit: CopyUnit::Words,
+            },
+            // numbers are copied too: the request must hold the amount
+            request: Request::new("click Save draft 3 times"),
+            output: pace_out,
+        },
+        // the plan DSL checks copy spans beside one shared grammar (no per-request compile)
+        Scenario {
+            name: "pace+copy-dsl",
+            syntax: Syntax::Dsl,
             catalog: pace,
             policy: Policy {
                 copy: CopyRule::FreeStrings,
                 copy_unit: CopyUnit::Words,
             },
-            request: Request::new("click Save draft three times"),
-            output: pace_out,
+            request: Request::new("click Save draft 3 times"),
+            output:
+                "perform(action=click; target.type=ui_element; target.label=Save draft; amount=3)\n"
+                    .into(),
         },
         Scenario {
             name: "tools100",
+            syntax: Syntax::Envelope,
             catalog: gen,
             policy: Policy::default(),
             request: Request::new("whatever the user said"),
@@ -160,7 +179,7 @@ fn run_scenario(
     cfg: &BenchConfig,
 ) -> Result<BenchRow, BenchError> {
     let options = Options {
-        syntax: Syntax::Envelope,
+        syntax: s.syntax,
         policy: s.policy.clone(),
         tool_choice: ToolChoice::Required,
         max_calls: 1,
@@ -214,7 +233,8 @@ fn run_scenario(
         }
     }
     masks.sort_by(f64::total_cmp);
-    if let Some(dir) = &cfg.peer_dir {
+    // the JSON-schema peer takes the envelope only
+    if let (Some(dir), Syntax::Envelope) = (&cfg.peer_dir, s.syntax) {
         write_peer_input(dir, s, &tokens)?;
     }
     Ok(BenchRow {
@@ -342,7 +362,7 @@ pub fn table(report: &BenchReport) -> String {
         report.engine, report.vocab, report.model_vocab, report.tokenizer_setup_ms
     );
     out.push_str(&format!(
-        "{:<10} {:>5} {:<18} {:>12} {:>12} {:>10} {:>10} {:>10} {:>6} {:>6}\n",
+        "{:<14} {:>5} {:<18} {:>12} {:>12} {:>10} {:>10} {:>10} {:>6} {:>6}\n",
         "scenario",
         "tools",
         "policy",
@@ -356,7 +376,7 @@ pub fn table(report: &BenchReport) -> String {
     ));
     for r in &report.rows {
         out.push_str(&format!(
-            "{:<10} {:>5} {:<18} {:>12.2} {:>12.1} {:>10.1} {:>10.1} {:>10.1} {:>6} {:>6}\n",
+            "{:<14} {:>5} {:<18} {:>12.2} {:>12.1} {:>10.1} {:>10.1} {:>10.1} {:>6} {:>6}\n",
             r.scenario,
             r.tools,
             r.policy,

@@ -18,6 +18,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use llguidance::toktrie::{TokTrie, TrieNode};
+
 /// For each tool, its DSL keys (`target.label`, `choices.3`) and the copy hole their value
 /// fills, if any.
 pub(crate) type CopyKeys = HashMap<String, HashMap<String, Option<usize>>>;
@@ -148,6 +150,77 @@ impl CopyFilter {
             }
             _ if new_value(bytes) => self.step(&self.at, bytes).is_some(),
             _ => true,
+        }
+    }
+
+    /// Inside a copied value, calls `allow` with every token [`Self::accepts`] allows (some
+    /// more than once) and returns true: found by walking the token trie along the request's
+    /// possible continuations, not by checking each token the grammar allows (inside a value
+    /// that is most of a 150k vocabulary). Outside copied values returns false: only tokens
+    /// holding `=` can break a copy there.
+    pub(crate) fn value_tokens(&self, trie: &TokTrie, allow: &mut impl FnMut(u32)) -> bool {
+        let At::Value {
+            copied: Some((hole, cands, len)),
+            ..
+        } = &self.at
+        else {
+            return false;
+        };
+        let spans = &self.holes[*hole];
+        // spans sharing a prefix reach the same closing subtrees: enumerate each once
+        let mut closed: Vec<*const TrieNode> = Vec::new();
+        for &i in cands {
+            let from = spans.starts[i] + len;
+            let last = spans.ends[i].last().copied().unwrap_or(from);
+            let mut node = trie.root();
+            let mut d = 0;
+            loop {
+                if d > 0 {
+                    if let Some(t) = node.token_id() {
+                        allow(t);
+                    }
+                }
+                if len + d > 0 && spans.ends[i].binary_search(&(from + d)).is_ok() {
+                    // the value may end here: tokens that close it and go on
+                    for end in [b';', b')'] {
+                        if let Some(n) = trie.child_at_byte(node, end) {
+                            if !closed.contains(&(n as *const TrieNode)) {
+                                closed.push(n);
+                                self.subtree_tokens(trie, n, d, allow);
+                            }
+                        }
+                    }
+                }
+                if from + d >= last {
+                    break;
+                }
+                match trie.child_at_byte(node, self.request[from + d]) {
+                    Some(n) => node = n,
+                    None => break,
+                }
+                d += 1;
+            }
+        }
+        true
+    }
+
+    /// Tokens at or below `node` (whose bytes close the value after `d` value bytes); those
+    /// that also start another value get the full check.
+    fn subtree_tokens(
+        &self,
+        trie: &TokTrie,
+        node: &TrieNode,
+        d: usize,
+        allow: &mut impl FnMut(u32),
+    ) {
+        if let Some(t) = node.token_id() {
+            let bytes = trie.token(t);
+            if !bytes[d..].contains(&b'=') || self.accepts(bytes) {
+                allow(t);
+            }
+        }
+        for child in trie.node_children(node) {
+            self.subtree_tokens(trie, child, d, allow);
         }
     }
 

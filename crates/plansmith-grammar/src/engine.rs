@@ -137,6 +137,8 @@ impl Lru {
 /// Grammar compiler + cache for one vocabulary. `Sync`: share it across request threads.
 pub struct Engine {
     env: TokEnv,
+    /// Ids of the tokens holding `=` (see `Constraint`'s copy filter).
+    eq_tokens: Arc<Vec<u32>>,
     factory: Arc<ParserFactory>,
     cache: Mutex<Lru>,
 }
@@ -155,7 +157,11 @@ impl Engine {
         let mut factory = ParserFactory::new_simple(env.llg_env())
             .map_err(|e| GrammarError::Compile(e.to_string()))?;
         factory.quiet();
+        let eq_tokens = (0..env.vocab_size() as u32)
+            .filter(|&t| env.llg_env().tok_trie().token(t).contains(&b'='))
+            .collect();
         Ok(Engine {
+            eq_tokens: Arc::new(eq_tokens),
             env,
             factory: Arc::new(factory),
             cache: Mutex::new(Lru {
@@ -235,6 +241,7 @@ impl Engine {
                         shared.matcher.clone(),
                         self.env.clone(),
                         filter,
+                        self.eq_tokens.clone(),
                     ));
                 }
             }

@@ -352,7 +352,7 @@ impl Template {
     /// a span in it (see [`Self::impossible_holes`]).
     pub(crate) fn copy_filter(&self, request: &Request) -> Option<CopyFilter> {
         let keys = self.copy_keys.as_ref()?;
-        if self.impossible_holes(request)?.iter().next().is_some() {
+        if !self.impossible_holes(request)?.is_empty() {
             return None;
         }
         let raw = chunks(&request.text, self.copy_unit);

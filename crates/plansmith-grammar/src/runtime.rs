@@ -1,6 +1,8 @@
 //! The decode-time constraint: masks, commits, forced tokens. Never panics: llguidance
 //! errors and forbidden tokens turn the constraint [`ConstraintState::Dead`].
 
+use std::sync::Arc;
+
 use llguidance::Matcher;
 
 use crate::copyfilter::CopyFilter;
@@ -84,8 +86,10 @@ pub enum ConstraintState {
 /// One request's constraint over a [`TokEnv`].
 pub struct Constraint {
     matcher: Matcher,
-    /// Copy spans checked beside a shared grammar (DSL), when the grammar does not hold them.
-    filter: Option<CopyFilter>,
+    /// Copy spans checked beside a shared grammar (DSL), when the grammar does not hold them;
+    /// with the ids of the tokens holding `=` (the only ones that can break a copy outside
+    /// a copied value).
+    filter: Option<(CopyFilter, Arc<Vec<u32>>)>,
     env: TokEnv,
     dead: Option<String>,
     mask: Mask,
@@ -110,9 +114,14 @@ impl Constraint {
         }
     }
 
-    pub(crate) fn with_copy_filter(matcher: Matcher, env: TokEnv, filter: CopyFilter) -> Self {
+    pub(crate) fn with_copy_filter(
+        matcher: Matcher,
+        env: TokEnv,
+        filter: CopyFilter,
+        eq_tokens: Arc<Vec<u32>>,
+    ) -> Self {
         let mut c = Constraint::new(matcher, env);
-        c.filter = Some(filter);
+        c.filter = Some((filter, eq_tokens));
         c
     }
 
@@ -147,15 +156,25 @@ impl Constraint {
                     for id in vocab..self.mask.len.min(src.len() * 32) {
                         self.mask.words[id / 32] &= !(1 << (id % 32));
                     }
-                    if let Some(f) = &self.filter {
+                    if let Some((f, eq_tokens)) = &self.filter {
                         let trie = self.env.llg_env().tok_trie();
-                        for (wi, word) in self.mask.words.iter_mut().enumerate() {
-                            let mut bits = *word;
-                            while bits != 0 {
-                                let b = bits.trailing_zeros();
-                                bits &= bits - 1;
-                                if !f.accepts(trie.token(wi as u32 * 32 + b)) {
-                                    *word &= !(1 << b);
+                        let mut fit = vec![0u32; self.mask.words.len()];
+                        let in_value = f.value_tokens(trie, &mut |t| {
+                            if let Some(w) = fit.get_mut(t as usize / 32) {
+                                *w |= 1 << (t % 32);
+                            }
+                        });
+                        if in_value {
+                            for (w, m) in self.mask.words.iter_mut().zip(&fit) {
+                                *w &= m;
+                            }
+                        } else {
+                            for &t in eq_tokens.iter() {
+                                let (wi, bit) = (t as usize / 32, 1 << (t % 32));
+                                if self.mask.words.get(wi).is_some_and(|w| w & bit != 0)
+                                    && !f.accepts(trie.token(t))
+                                {
+                                    self.mask.words[wi] &= !bit;
                                 }
                             }
                         }
@@ -185,7 +204,7 @@ impl Constraint {
         if self.mask_fresh && !self.mask.is_allowed(token) {
             return Err(self.die(format!("token {token} is not allowed here")));
         }
-        if let Some(f) = &mut self.filter {
+        if let Some((f, _)) = &mut self.filter {
             if !f.commit(&self.env.token_bytes(token)) {
                 let reason =
                     format!("token {token} makes a copied value that is not in the request");
@@ -251,7 +270,7 @@ impl Constraint {
         }
         // the shared grammar may force bytes the copy check rules out (then it is a dead end
         // the next mask reports)
-        if let Some(f) = &self.filter {
+        if let Some((f, _)) = &self.filter {
             let mut probe = f.clone();
             let keep = tokens
                 .iter()

@@ -413,10 +413,37 @@ fn same_masks(env: &TokEnv, walks: usize, seed: u64) -> usize {
     steps
 }
 
+/// Bytes plus DSL pieces that close a value and open the next one inside one token.
+fn dsl_crossing_env() -> TokEnv {
+    let mut toks: Vec<Vec<u8>> = (0u8..=255).map(|b| vec![b]).collect();
+    for s in [
+        "; p00=",
+        "; p01=",
+        "; p02=",
+        ")\n",
+        ") | ",
+        "; ",
+        "=4",
+        "2; p0",
+        "a; p01=x",
+        "s)",
+        "tool_0(",
+        "tool_1(p00=",
+        " to",
+        "ta",
+    ] {
+        toks.push(s.as_bytes().to_vec());
+    }
+    toks.push(b"<eos>".to_vec());
+    let eos = toks.len() as u32 - 1;
+    TokEnv::from_token_bytes(toks, eos, &[], None).unwrap()
+}
+
 #[test]
 fn dsl_copy_check_beside_a_shared_grammar_allows_exactly_the_request_grammar() {
-    let steps =
-        same_masks(&common::char_env(), 150, 11) + same_masks(&common::small_bpe_env(), 150, 12);
+    let steps = same_masks(&common::char_env(), 150, 11)
+        + same_masks(&common::small_bpe_env(), 150, 12)
+        + same_masks(&dsl_crossing_env(), 150, 13);
     eprintln!("{steps} masks compared");
     assert!(steps > 3000, "only {steps} masks compared");
 }

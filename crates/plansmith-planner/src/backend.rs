@@ -28,14 +28,14 @@ pub enum Lm {
 pub struct TinyLm {
     pub model: TinyGpt,
     pub codec: AnyCodec,
-    fast: InferModel,
+    fast: Box<InferModel>,
     prefixes: Mutex<HashMap<String, InferCache>>,
 }
 
 impl TinyLm {
     pub fn new(model: TinyGpt, codec: AnyCodec) -> Result<Self, PlannerError> {
         Ok(TinyLm {
-            fast: InferModel::from_model(&model)?,
+            fast: Box::new(InferModel::from_model(&model)?),
             model,
             codec,
             prefixes: Mutex::new(HashMap::new()),
