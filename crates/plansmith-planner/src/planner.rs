@@ -95,6 +95,10 @@ pub struct Outcome {
     /// Why the plan escalated, when it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The model was still writing at its token budget and was steered to close (through
+    /// closing tokens, so the plan still parses and validates): its last value is cut off.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
     #[serde(with = "duration_ms")]
     pub latency: Duration,
 }
@@ -451,7 +455,7 @@ impl Planner {
             } else {
                 // Over budget (a model repeating itself inside an unbounded string or
                 // array): steer to the end of the output through closing tokens, so the
-                // reply still parses and validates; the gate sees it as `truncated`.
+                // reply still parses and validates; the outcome reports it as `truncated`.
                 truncated = true;
                 if mask.is_allowed(self.eos) {
                     break;
@@ -610,6 +614,7 @@ impl Planner {
                 source: Source::Model,
                 text: decoded.text,
                 reason: None,
+                truncated: decoded.truncated,
                 latency: start.elapsed(),
             });
         };
@@ -623,6 +628,7 @@ impl Planner {
             source: Source::None,
             text: decoded.text,
             reason: Some(reason),
+            truncated: decoded.truncated,
             latency: Duration::ZERO,
         };
         if let Some(teacher) = &self.teacher {

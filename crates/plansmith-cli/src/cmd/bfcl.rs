@@ -22,8 +22,10 @@ const DEFAULT_CATEGORIES: &str = "simple_python,multiple,parallel,parallel_multi
 
 #[derive(Args)]
 pub struct BfclArgs {
+    /// The model is scored on its own decode (constrained, or --free), before any confidence
+    /// gate or teacher.
     #[command(flatten)]
-    planner: super::plan::PlannerArgs,
+    local: super::plan::ModelArgs,
     /// Decode without the grammar (free text, parsed leniently) to measure what the
     /// constraint buys.
     #[arg(long)]
@@ -205,14 +207,14 @@ pub fn run(args: BfclArgs) -> anyhow::Result<Outcome> {
             ),
         }),
         None => {
-            let planner = super::plan::load_planner(&args.planner)?;
-            let base = match (&args.planner.gguf, &args.planner.planner) {
+            let planner = super::plan::load_model(&args.local)?;
+            let base = match (&args.local.gguf, &args.local.planner) {
                 (Some(g), _) => file_name(g),
                 (None, Some(p)) => file_name(p),
                 (None, None) => "default planner".into(),
             };
             let lora = args
-                .planner
+                .local
                 .lora
                 .as_ref()
                 .map(|l| format!(" + {}", file_name(l)))

@@ -19,7 +19,10 @@ pub enum EvalCommand {
 #[derive(Args)]
 pub struct TracesArgs {
     #[command(flatten)]
-    planner: super::plan::PlannerArgs,
+    model: super::plan::ModelArgs,
+    /// Score the gate at this confidence floor instead of the planner's calibrated one.
+    #[arg(long, allow_hyphen_values = true)]
+    floor: Option<f32>,
     /// Traces with reference plans (JSONL).
     #[arg(long)]
     data: PathBuf,
@@ -63,7 +66,10 @@ pub fn run(command: EvalCommand) -> anyhow::Result<Outcome> {
 }
 
 fn traces(args: TracesArgs) -> anyhow::Result<Outcome> {
-    let planner = super::plan::load_planner(&args.planner)?;
+    let mut planner = super::plan::load_model(&args.model)?;
+    if let Some(f) = args.floor {
+        planner.set_floor(f);
+    }
     let traces = read_traces(&args.data)?;
     let items = items(&traces)?;
     let bar = (!args.json).then(|| crate::progress::bar(items.len() as u64, "planning"));

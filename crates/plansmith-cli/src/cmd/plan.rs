@@ -11,6 +11,15 @@ use crate::Outcome;
 /// Flags shared by every command that runs a planner.
 #[derive(Args, Clone)]
 pub struct PlannerArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub gate: GateArgs,
+}
+
+/// Which model plans.
+#[derive(Args, Clone)]
+pub struct ModelArgs {
     /// Planner directory (default: the planner embedded in this binary).
     #[arg(long)]
     pub planner: Option<PathBuf>,
@@ -22,6 +31,11 @@ pub struct PlannerArgs {
     /// A PEFT LoRA adapter directory merged into the --gguf model at load.
     #[arg(long, requires = "gguf", value_name = "DIR")]
     pub lora: Option<PathBuf>,
+}
+
+/// What happens to a plan after decoding: the confidence floor and escalation.
+#[derive(Args, Clone)]
+pub struct GateArgs {
     /// Escalation teacher: traces:FILE, cmd:COMMAND (JSON lines) or openai:URL#MODEL
     /// (API key from PLANSMITH_TEACHER_API_KEY).
     #[arg(long)]
@@ -37,8 +51,9 @@ pub struct PlannerArgs {
     pub floor: Option<f32>,
 }
 
-pub fn load_planner(args: &PlannerArgs) -> anyhow::Result<Planner> {
-    let mut planner = match (&args.planner, &args.gguf) {
+/// The model alone (no floor override, no teacher).
+pub fn load_model(args: &ModelArgs) -> anyhow::Result<Planner> {
+    Ok(match (&args.planner, &args.gguf) {
         (Some(dir), _) => Planner::load(dir)?,
         (None, Some(model)) => {
             // The default catalog of a pretrained planner is the embedded planner's (Pace);
@@ -55,17 +70,22 @@ pub fn load_planner(args: &PlannerArgs) -> anyhow::Result<Planner> {
             )?
         }
         (None, None) => plansmith_planner::default_planner()?,
-    };
-    if let Some(f) = args.floor {
+    })
+}
+
+pub fn load_planner(args: &PlannerArgs) -> anyhow::Result<Planner> {
+    let mut planner = load_model(&args.model)?;
+    let gate = &args.gate;
+    if let Some(f) = gate.floor {
         planner.set_floor(f);
     }
-    if let Some(spec) = &args.teacher {
+    if let Some(spec) = &gate.teacher {
         planner = planner.with_teacher(plansmith_planner::teacher::from_spec(
             spec,
-            Duration::from_secs(args.teacher_timeout),
+            Duration::from_secs(gate.teacher_timeout),
         )?);
     }
-    if let Some(path) = &args.harvest {
+    if let Some(path) = &gate.harvest {
         planner = planner.with_harvest(path)?;
     }
     Ok(planner)

@@ -58,6 +58,7 @@ impl ServeArgs {
             .map(Arc::new);
         let model_id = self.model_id.clone().unwrap_or_else(|| {
             self.planner
+                .model
                 .planner
                 .as_ref()
                 .and_then(|d| d.file_name())
