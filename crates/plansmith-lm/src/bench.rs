@@ -207,6 +207,10 @@ pub struct DecodeBenchResult {
     pub prefill_us: f64,
     /// Per generated token with the KV cache (mean over all tokens and repetitions).
     pub cached_us_per_token: f64,
+    /// Prefill on the flat-buffer forward planners decode with ([`crate::InferModel`]).
+    pub flat_prefill_us: f64,
+    /// Per generated token on the flat-buffer forward, with its KV cache.
+    pub flat_us_per_token: f64,
     /// Per generated token recomputing the whole sequence each step (mixle's `generate`).
     pub uncached_us_per_token: f64,
     /// `uncached / cached`.
@@ -274,6 +278,20 @@ pub fn bench_decode(cfg: &DecodeBenchConfig) -> Result<DecodeBenchResult> {
         restore = t0.elapsed().as_secs_f64() / 100.0;
     }
 
+    let fast = crate::InferModel::from_model(&model)?;
+    let (mut flat_prefill, mut flat) = (0f64, 0f64);
+    for _ in 0..cfg.reps {
+        let mut cache = crate::InferCache::new();
+        let t0 = Instant::now();
+        std::hint::black_box(fast.forward(&prompt, &mut cache, crate::Rows::Last)?);
+        flat_prefill += t0.elapsed().as_secs_f64();
+        let t0 = Instant::now();
+        for &t in &extra {
+            std::hint::black_box(fast.forward(&[t], &mut cache, crate::Rows::Last)?);
+        }
+        flat += t0.elapsed().as_secs_f64();
+    }
+
     let mut uncached = 0f64;
     for _ in 0..cfg.reps {
         let mut seq = prompt.clone();
@@ -297,6 +315,8 @@ pub fn bench_decode(cfg: &DecodeBenchConfig) -> Result<DecodeBenchResult> {
         new_tokens: cfg.new_tokens,
         prefill_us: prefill * 1e6 / cfg.reps as f64,
         cached_us_per_token: cached_us,
+        flat_prefill_us: flat_prefill * 1e6 / cfg.reps as f64,
+        flat_us_per_token: flat * 1e6 / per,
         uncached_us_per_token: uncached_us,
         speedup: uncached_us / cached_us,
         restore_us: restore * 1e6 / cfg.reps as f64,

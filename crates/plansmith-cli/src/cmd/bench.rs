@@ -150,6 +150,14 @@ pub fn run(command: BenchCommand) -> anyhow::Result<Outcome> {
                     r.cached_us_per_token
                 );
                 println!(
+                    "| flat-buffer prefill (what planners decode with) | {:.0} |",
+                    r.flat_prefill_us
+                );
+                println!(
+                    "| flat-buffer decode, per token | {:.1} |",
+                    r.flat_us_per_token
+                );
+                println!(
                     "| full recompute (mixle), per token | {:.1} |",
                     r.uncached_us_per_token
                 );
