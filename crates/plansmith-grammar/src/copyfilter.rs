@@ -80,14 +80,14 @@ impl HoleSpans {
 /// Where in the DSL output the filter stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum At {
-    /// Reading a tool name (or `done`).
-    Name(String),
+    /// Reading a tool name (or `done`), as bytes (names may be any UTF-8).
+    Name(Vec<u8>),
     /// Inside a call, reading a key.
-    Key { tool: String, key: String },
+    Key { tool: Vec<u8>, key: Vec<u8> },
     /// Reading a value. For a copied one: its hole, the spans (indices into the hole's
     /// [`HoleSpans`]) the value so far is a prefix of, and its length in bytes.
     Value {
-        tool: String,
+        tool: Vec<u8>,
         copied: Option<(usize, Vec<usize>, usize)>,
     },
     /// After a call's `)`.
@@ -109,7 +109,7 @@ impl CopyFilter {
             keys,
             request: request.as_bytes().to_vec(),
             holes: Arc::new(holes),
-            at: At::Name(String::new()),
+            at: At::Name(Vec::new()),
         }
     }
 
@@ -242,20 +242,21 @@ impl CopyFilter {
                 At::Name(mut name) => match c {
                     b'(' => At::Key {
                         tool: name,
-                        key: String::new(),
+                        key: Vec::new(),
                     },
                     b' ' | b'|' => At::Name(name),
                     _ => {
-                        name.push(c as char);
+                        name.push(c);
                         At::Name(name)
                     }
                 },
                 At::Key { tool, mut key } => match c {
                     b'=' => {
+                        let text = |b: &[u8]| std::str::from_utf8(b).unwrap_or("").to_owned();
                         let hole = self
                             .keys
-                            .get(&tool)
-                            .and_then(|k| k.get(&key))
+                            .get(&text(&tool))
+                            .and_then(|k| k.get(&text(&key)))
                             .copied()
                             .flatten();
                         let copied =
@@ -265,9 +266,7 @@ impl CopyFilter {
                     b')' => At::AfterCall,
                     b' ' => At::Key { tool, key },
                     _ => {
-                        // keys are ASCII (names, dots, digits); other bytes are kept as they
-                        // come and simply never match a copied key
-                        key.push(c as char);
+                        key.push(c);
                         At::Key { tool, key }
                     }
                 },
@@ -283,7 +282,7 @@ impl CopyFilter {
                         } else {
                             At::Key {
                                 tool,
-                                key: String::new(),
+                                key: Vec::new(),
                             }
                         }
                     }
@@ -307,7 +306,7 @@ impl CopyFilter {
                     },
                 },
                 At::AfterCall => match c {
-                    b'|' => At::Name(String::new()),
+                    b'|' => At::Name(Vec::new()),
                     _ => At::AfterCall,
                 },
             };
@@ -353,6 +352,21 @@ mod tests {
             !f.accepts(b" | say(text=)\n"),
             "a copied value is never empty"
         );
+    }
+
+    #[test]
+    fn tool_and_key_names_may_be_any_utf8() {
+        let mut keys = CopyKeys::new();
+        keys.entry("größe".into())
+            .or_default()
+            .insert("wert".into(), Some(0));
+        let chunks = ["setze", " ", "blau"];
+        let mut rx = llguidance::derivre::Regex::new("[^()|=;\n]+").unwrap();
+        let spans = HoleSpans::find("setze blau", &chunks, &mut rx);
+        let mut f = CopyFilter::new(Arc::new(keys), "setze blau", vec![spans]);
+        assert!(f.commit("größe(wert=".as_bytes()));
+        assert!(!f.accepts(b"rot"), "the copied key is recognised");
+        assert!(f.accepts(b"blau)"));
     }
 
     #[test]
