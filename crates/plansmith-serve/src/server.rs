@@ -143,6 +143,7 @@ impl AppState {
         req: PlanRequest,
         request_had_tools: bool,
     ) -> Result<(Outcome, Duration), ApiError> {
+        let start = std::time::Instant::now();
         let ticket = self.pool.submit(req).map_err(|e| match e {
             SubmitError::Full => ApiError::queue_full(self.pool.capacity()),
             SubmitError::Closed => ApiError::unavailable("the server is shutting down"),
@@ -152,6 +153,12 @@ impl AppState {
         let done = match tokio::time::timeout(self.config.timeout, ticket.wait()).await {
             Err(_) => return Err(ApiError::timeout(self.config.timeout.as_millis())),
             Ok(None) => return Err(ApiError::unavailable("the planner workers have stopped")),
+            // A plan that finished past the deadline is late all the same: the timer is only
+            // polled after the reply, so without this a fast planner could beat even a zero
+            // timeout.
+            Ok(Some(_)) if start.elapsed() > self.config.timeout => {
+                return Err(ApiError::timeout(self.config.timeout.as_millis()))
+            }
             Ok(Some(done)) => done,
         };
         match done.output {
