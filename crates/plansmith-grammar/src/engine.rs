@@ -234,9 +234,9 @@ impl Engine {
                 return Ok(Constraint::new(m.clone(), self.env.clone()));
             }
         }
-        if let Some(impossible) = prepared.template.impossible_holes(request) {
+        if let Some((impossible, chunks)) = prepared.template.impossible_holes(request) {
             if let Some(shared) = self.filtered(prepared, impossible) {
-                if let Some(filter) = shared.template.copy_filter(request) {
+                if let Some(filter) = shared.template.copy_filter(request, &chunks) {
                     return Ok(Constraint::with_copy_filter(
                         shared.matcher.clone(),
                         self.env.clone(),

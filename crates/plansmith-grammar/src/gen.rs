@@ -320,7 +320,11 @@ impl Template {
     /// The copy holes `request` has no span for (their values are left out of its grammar),
     /// when its copy spans can be checked while decoding: a DSL template whose copied keys are
     /// unambiguous, a non-empty request, and no visible entity of a type an EntityRef uses.
-    pub(crate) fn impossible_holes(&self, request: &Request) -> Option<Vec<usize>> {
+    /// Returns them with the request's chunks, which [`Self::copy_filter`] takes.
+    pub(crate) fn impossible_holes<'r>(
+        &self,
+        request: &'r Request,
+    ) -> Option<(Vec<usize>, Vec<&'r str>)> {
         self.copy_keys.as_ref()?;
         let entity_labels = request.entities.iter().any(|e| {
             self.entity_holes
@@ -331,11 +335,10 @@ impl Template {
         if entity_labels || raw.is_empty() {
             return None;
         }
-        Some(
-            (0..self.copy_holes.len())
-                .filter(|&i| !self.copy_holes[i].check.satisfiable(&raw))
-                .collect(),
-        )
+        let impossible = (0..self.copy_holes.len())
+            .filter(|&i| !self.copy_holes[i].check.satisfiable(&raw))
+            .collect();
+        Some((impossible, raw))
     }
 
     /// The template with some copy holes' values left out (what [`Self::grammar`] builds for
@@ -348,18 +351,15 @@ impl Template {
         generate(&self.catalog, &self.options, holes, None)
     }
 
-    /// The copy filter for `request` over [`Self::filtered_grammar`], when every copy hole has
-    /// a span in it (see [`Self::impossible_holes`]).
-    pub(crate) fn copy_filter(&self, request: &Request) -> Option<CopyFilter> {
+    /// The copy filter for `request` (cut into `chunks`) over [`Self::filtered_grammar`]:
+    /// this template must be the one without the request's impossible holes (see
+    /// [`Self::impossible_holes`]), so every hole left has a span.
+    pub(crate) fn copy_filter(&self, request: &Request, chunks: &[&str]) -> Option<CopyFilter> {
         let keys = self.copy_keys.as_ref()?;
-        if !self.impossible_holes(request)?.is_empty() {
-            return None;
-        }
-        let raw = chunks(&request.text, self.copy_unit);
         let mut holes = Vec::with_capacity(self.copy_holes.len());
         for h in &self.copy_holes {
             let mut pattern = llguidance::derivre::Regex::new(&h.conj).ok()?;
-            let spans = HoleSpans::find(&request.text, &raw, &mut pattern);
+            let spans = HoleSpans::find(&request.text, chunks, &mut pattern);
             if spans.is_empty() {
                 return None;
             }

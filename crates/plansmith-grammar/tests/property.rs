@@ -415,28 +415,25 @@ fn same_masks(env: &TokEnv, walks: usize, seed: u64) -> usize {
 
 /// Bytes plus DSL pieces that close a value and open the next one inside one token.
 fn dsl_crossing_env() -> TokEnv {
-    let mut toks: Vec<Vec<u8>> = (0u8..=255).map(|b| vec![b]).collect();
-    for s in [
-        "; p00=",
-        "; p01=",
-        "; p02=",
-        ")\n",
-        ") | ",
-        "; ",
-        "=4",
-        "2; p0",
-        "a; p01=x",
-        "s)",
-        "tool_0(",
-        "tool_1(p00=",
-        " to",
-        "ta",
-    ] {
-        toks.push(s.as_bytes().to_vec());
-    }
-    toks.push(b"<eos>".to_vec());
-    let eos = toks.len() as u32 - 1;
-    TokEnv::from_token_bytes(toks, eos, &[], None).unwrap()
+    common::bytes_plus(
+        &[
+            "; p00=",
+            "; p01=",
+            "; p02=",
+            ")\n",
+            ") | ",
+            "; ",
+            "=4",
+            "2; p0",
+            "a; p01=x",
+            "s)",
+            "tool_0(",
+            "tool_1(p00=",
+            " to",
+            "ta",
+        ],
+        None,
+    )
 }
 
 #[test]

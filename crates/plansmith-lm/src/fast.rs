@@ -33,7 +33,7 @@ use rayon::prelude::*;
 
 use crate::error::{LmError, Result};
 use crate::kernels::*;
-use crate::tiny_gpt::{PosEncoding, TinyGpt, TinyGptConfig};
+use crate::tiny_gpt::{BlockParams, PosEncoding, TinyGpt, TinyGptConfig};
 
 // ---------------------------------------------------------------------------------------------
 // parameter layout
@@ -50,21 +50,7 @@ struct Slot {
 }
 
 /// Offsets of one block's parameters.
-#[derive(Debug, Clone, Copy)]
-struct LayerOffs {
-    ln1_w: usize,
-    ln1_b: usize,
-    qkv_w: usize,
-    qkv_b: usize,
-    proj_w: usize,
-    proj_b: usize,
-    ln2_w: usize,
-    ln2_b: usize,
-    fc_w: usize,
-    fc_b: usize,
-    out_w: usize,
-    out_b: usize,
-}
+type LayerOffs = BlockParams<usize>;
 
 #[derive(Debug, Clone)]
 struct Offs {
@@ -1137,23 +1123,7 @@ impl FastTrainer {
                 .ok_or_else(|| LmError::Config(format!("fast path: model lacks {n}")))
         };
         let layers = (0..cfg.n_layer)
-            .map(|i| {
-                let p = |s: &str| get(&format!("blocks.{i}.{s}"));
-                Ok(LayerOffs {
-                    ln1_w: p("ln1.weight")?,
-                    ln1_b: p("ln1.bias")?,
-                    qkv_w: p("attn.qkv.weight")?,
-                    qkv_b: p("attn.qkv.bias")?,
-                    proj_w: p("attn.proj.weight")?,
-                    proj_b: p("attn.proj.bias")?,
-                    ln2_w: p("ln2.weight")?,
-                    ln2_b: p("ln2.bias")?,
-                    fc_w: p("mlp.0.weight")?,
-                    fc_b: p("mlp.0.bias")?,
-                    out_w: p("mlp.2.weight")?,
-                    out_b: p("mlp.2.bias")?,
-                })
-            })
+            .map(|i| LayerOffs::by_name(i, &get))
             .collect::<Result<Vec<_>>>()?;
         let offs = Offs {
             tok: get("tok.weight")?,

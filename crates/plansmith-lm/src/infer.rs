@@ -13,23 +13,10 @@
 
 use crate::error::{LmError, Result};
 use crate::kernels::{dot, gelu_fwd, linear_fwd, ln_fwd, rope_apply, rope_tables, softmax_causal};
-use crate::tiny_gpt::{PosEncoding, TinyGpt, TinyGptConfig};
+use crate::tiny_gpt::{BlockParams, PosEncoding, TinyGpt, TinyGptConfig};
 
 /// One block's weights, row-major as in the safetensors file.
-struct Block {
-    ln1_w: Vec<f32>,
-    ln1_b: Vec<f32>,
-    qkv_w: Vec<f32>,
-    qkv_b: Vec<f32>,
-    proj_w: Vec<f32>,
-    proj_b: Vec<f32>,
-    ln2_w: Vec<f32>,
-    ln2_b: Vec<f32>,
-    fc_w: Vec<f32>,
-    fc_b: Vec<f32>,
-    out_w: Vec<f32>,
-    out_b: Vec<f32>,
-}
+type Block = BlockParams<Vec<f32>>;
 
 /// A decoding copy of a [`TinyGpt`].
 pub struct InferModel {
@@ -103,21 +90,7 @@ impl InferModel {
         };
         let mut blocks = Vec::with_capacity(cfg.n_layer);
         for i in 0..cfg.n_layer {
-            let mut p = |s: &str| take(&format!("blocks.{i}.{s}"));
-            blocks.push(Block {
-                ln1_w: p("ln1.weight")?,
-                ln1_b: p("ln1.bias")?,
-                qkv_w: p("attn.qkv.weight")?,
-                qkv_b: p("attn.qkv.bias")?,
-                proj_w: p("attn.proj.weight")?,
-                proj_b: p("attn.proj.bias")?,
-                ln2_w: p("ln2.weight")?,
-                ln2_b: p("ln2.bias")?,
-                fc_w: p("mlp.0.weight")?,
-                fc_b: p("mlp.0.bias")?,
-                out_w: p("mlp.2.weight")?,
-                out_b: p("mlp.2.bias")?,
-            });
+            blocks.push(Block::by_name(i, &mut take)?);
         }
         let lnf_w = take("ln.weight")?;
         let lnf_b = take("ln.bias")?;

@@ -104,22 +104,50 @@ impl TinyGptConfig {
     }
 }
 
-/// The weights of one block (plain tensors: either variable-backed for training or detached).
-#[derive(Clone)]
-struct LayerW {
-    ln1_w: Tensor,
-    ln1_b: Tensor,
-    qkv_w: Tensor,
-    qkv_b: Tensor,
-    proj_w: Tensor,
-    proj_b: Tensor,
-    ln2_w: Tensor,
-    ln2_b: Tensor,
-    fc_w: Tensor,
-    fc_b: Tensor,
-    out_w: Tensor,
-    out_b: Tensor,
+/// One block's parameters by role. `T` is a tensor here, a flat vector in [`crate::infer`] and
+/// an offset into the parameter vector in [`crate::fast`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BlockParams<T> {
+    pub ln1_w: T,
+    pub ln1_b: T,
+    pub qkv_w: T,
+    pub qkv_b: T,
+    pub proj_w: T,
+    pub proj_b: T,
+    pub ln2_w: T,
+    pub ln2_b: T,
+    pub fc_w: T,
+    pub fc_b: T,
+    pub out_w: T,
+    pub out_b: T,
 }
+
+impl<T> BlockParams<T> {
+    /// Block `i`'s parameters, each looked up by its persistent name (`blocks.{i}.ln1.weight`).
+    pub(crate) fn by_name<E>(
+        i: usize,
+        mut get: impl FnMut(&str) -> std::result::Result<T, E>,
+    ) -> std::result::Result<Self, E> {
+        let mut p = |s: &str| get(&format!("blocks.{i}.{s}"));
+        Ok(BlockParams {
+            ln1_w: p("ln1.weight")?,
+            ln1_b: p("ln1.bias")?,
+            qkv_w: p("attn.qkv.weight")?,
+            qkv_b: p("attn.qkv.bias")?,
+            proj_w: p("attn.proj.weight")?,
+            proj_b: p("attn.proj.bias")?,
+            ln2_w: p("ln2.weight")?,
+            ln2_b: p("ln2.bias")?,
+            fc_w: p("mlp.0.weight")?,
+            fc_b: p("mlp.0.bias")?,
+            out_w: p("mlp.2.weight")?,
+            out_b: p("mlp.2.bias")?,
+        })
+    }
+}
+
+/// The weights of one block (plain tensors: either variable-backed for training or detached).
+type LayerW = BlockParams<Tensor>;
 
 #[derive(Clone)]
 struct Weights {
@@ -345,20 +373,9 @@ impl TinyGpt {
                 pos: (cfg.pos == PosEncoding::Learned).then(|| g("pos.weight")),
                 layers: (0..cfg.n_layer)
                     .map(|i| {
-                        let p = |s: &str| g(&format!("blocks.{i}.{s}"));
-                        LayerW {
-                            ln1_w: p("ln1.weight"),
-                            ln1_b: p("ln1.bias"),
-                            qkv_w: p("attn.qkv.weight"),
-                            qkv_b: p("attn.qkv.bias"),
-                            proj_w: p("attn.proj.weight"),
-                            proj_b: p("attn.proj.bias"),
-                            ln2_w: p("ln2.weight"),
-                            ln2_b: p("ln2.bias"),
-                            fc_w: p("mlp.0.weight"),
-                            fc_b: p("mlp.0.bias"),
-                            out_w: p("mlp.2.weight"),
-                            out_b: p("mlp.2.bias"),
+                        match LayerW::by_name(i, |n| Ok::<_, std::convert::Infallible>(g(n))) {
+                            Ok(l) => l,
+                            Err(never) => match never {},
                         }
                     })
                     .collect(),

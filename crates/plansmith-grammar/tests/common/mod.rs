@@ -39,8 +39,7 @@ pub fn char_env() -> TokEnv {
 /// A small byte-level BPE-like vocabulary: every byte, plus multi-byte pieces that cut
 /// across JSON structure (so masks must handle tokens spanning lexemes).
 pub fn small_bpe_env() -> TokEnv {
-    let mut toks: Vec<Vec<u8>> = (0u8..=255).map(|b| vec![b]).collect();
-    for s in [
+    let pieces = [
         "{\"",
         "\":",
         "\": ",
@@ -86,13 +85,18 @@ pub fn small_bpe_env() -> TokEnv {
         "function",
         "tool_calls",
         "content",
-    ] {
-        toks.push(s.as_bytes().to_vec());
-    }
+    ];
+    bytes_plus(&pieces, Some(7))
+}
+
+/// Every byte, then `pieces`, then EOS; `spare` unused logit ids past the vocabulary.
+pub fn bytes_plus(pieces: &[&str], spare: Option<usize>) -> TokEnv {
+    let mut toks: Vec<Vec<u8>> = (0u8..=255).map(|b| vec![b]).collect();
+    toks.extend(pieces.iter().map(|s| s.as_bytes().to_vec()));
     toks.push(b"<eos>".to_vec());
     let eos = toks.len() as u32 - 1;
-    let width = toks.len() + 7;
-    TokEnv::from_token_bytes(toks, eos, &[], Some(width)).unwrap()
+    let width = spare.map(|n| toks.len() + n);
+    TokEnv::from_token_bytes(toks, eos, &[], width).unwrap()
 }
 
 /// Outcome of one random decode.
