@@ -21,6 +21,42 @@ pub struct Tool {
 }
 
 impl Tool {
+    /// `name(required, optional?)`.
+    pub fn signature(&self) -> String {
+        let required = self.required();
+        let params: Vec<String> = self
+            .param_names()
+            .into_iter()
+            .map(|p| {
+                if required.contains(&p) {
+                    p.to_string()
+                } else {
+                    format!("{p}?")
+                }
+            })
+            .collect();
+        format!("{}({})", self.name, params.join(", "))
+    }
+
+    /// The description's first sentence on one line, cut to `max_words` words.
+    pub fn summary(&self, max_words: usize) -> String {
+        let text = self
+            .description
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let first = match text.find(". ") {
+            Some(end) => &text[..=end],
+            None => text.as_str(),
+        };
+        first
+            .split(' ')
+            .filter(|w| !w.is_empty())
+            .take(max_words)
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     /// Names of the top-level parameters, in schema order.
     pub fn param_names(&self) -> Vec<&str> {
         self.parameters
@@ -241,25 +277,28 @@ impl Catalog {
     pub fn compact_line(&self) -> String {
         let mut line = String::from("tools:");
         for tool in &self.tools {
-            let required = tool.required();
-            let params: Vec<String> = tool
-                .param_names()
-                .into_iter()
-                .map(|p| {
-                    if required.contains(&p) {
-                        p.to_string()
-                    } else {
-                        format!("{p}?")
-                    }
-                })
-                .collect();
             line.push(' ');
-            line.push_str(&tool.name);
-            line.push('(');
-            line.push_str(&params.join(", "));
-            line.push(')');
+            line.push_str(&tool.signature());
         }
         line
+    }
+
+    /// The catalog for tools-in-prompt planners that read descriptions too: a tool per line,
+    /// its signature then the first sentence of its description (at most 16 words, so one
+    /// verbose tool cannot crowd out the request):
+    /// `tools:\nwait(condition, timeout_seconds?) Pause until an event happens or a time passes.`
+    pub fn described_lines(&self) -> String {
+        let mut text = String::from("tools:");
+        for tool in &self.tools {
+            text.push('\n');
+            text.push_str(&tool.signature());
+            let summary = tool.summary(16);
+            if !summary.is_empty() {
+                text.push(' ');
+                text.push_str(&summary);
+            }
+        }
+        text
     }
 }
 
@@ -465,5 +504,22 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.compact_line(), "tools: wait(condition, timeout_seconds?)");
+    }
+
+    #[test]
+    fn described_lines_keep_one_short_sentence_per_tool() {
+        let c = Catalog::from_json_str(
+            r#"[{"name":"wait","description":"Pause until an event happens.\n More text here.",
+                 "parameters":{"type":"object","properties":{"condition":{"type":"string"}},"required":["condition"]}},
+                {"name":"ping","parameters":{"type":"object","properties":{}}},
+                {"name":"essay","description":"one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen",
+                 "parameters":{"type":"object","properties":{}}}]"#,
+        )
+        .unwrap();
+        assert_eq!(
+            c.described_lines(),
+            "tools:\nwait(condition) Pause until an event happens.\nping()\n\
+             essay() one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen"
+        );
     }
 }

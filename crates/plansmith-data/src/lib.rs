@@ -4,7 +4,8 @@
 //! - [`casing`]: ALL-CAPS variants of copy-faithful traces (training augmentation).
 //! - [`legacy`]: v6 executor tags (`[CLICK:Save]`) for old clients.
 //! - [`augment`]: tools-in-prompt augmentation (renaming, shuffling, distractors, removed
-//!   tools) and [`families`] of synthetic tools beyond Pace.
+//!   tools), [`families`] of synthetic tools beyond Pace, and [`novel`] tools invented per
+//!   request (what teaches a planner to call a tool it never saw).
 //! - [`import`]: xLAM, OpenAI chat fine-tuning and BFCL importers; OpenAI and TRL exporters.
 //!
 //! Everything is deterministic per seed ([`rng::Rng`], no global state).
@@ -14,6 +15,7 @@ pub mod casing;
 pub mod families;
 pub mod import;
 pub mod legacy;
+pub mod novel;
 pub mod pace;
 pub mod rng;
 
@@ -28,6 +30,7 @@ pub use import::{
     ImportFormat, Imported, LineError,
 };
 pub use legacy::{legacy_tag, legacy_tags, LegacyTagError};
+pub use novel::novel_traces;
 pub use pace::{
     generate_pace, pace_catalog, run_pace, write_pace, PaceConfig, PaceData, PaceStats,
 };

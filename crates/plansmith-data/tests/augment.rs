@@ -132,3 +132,61 @@ fn prompt_catalog_line_is_the_compact_line() {
     assert_eq!(prompt_catalog_line(&c), c.compact_line());
     assert!(prompt_catalog_line(&c).starts_with("tools: perform(action, target?"));
 }
+
+#[test]
+fn invented_tools_validate_need_the_catalog_and_avoid_the_held_out_verb() {
+    let mut others = pace_catalog().tools;
+    others.retain(|t| t.name != "wait");
+    let traces = plansmith_data::novel_traces(1500, 5, &others, &others).unwrap();
+    assert_eq!(traces.len(), 1500);
+    assert_eq!(
+        plansmith_data::novel_traces(1500, 5, &others, &others).unwrap(),
+        traces
+    );
+    assert_ne!(
+        plansmith_data::novel_traces(50, 6, &others, &others).unwrap()[..],
+        traces[..50]
+    );
+    let mut with_limit = 0;
+    for t in &traces {
+        check(t);
+        let catalog = Catalog::from_value(t.tools.as_ref().unwrap()).unwrap();
+        let invented: Vec<_> = catalog
+            .tools
+            .iter()
+            .filter(|x| others.iter().all(|o| o.name != x.name))
+            .collect();
+        // Another invented tool, or the whole home catalog: the request's words, not the
+        // catalog's shape, say which tool.
+        assert!(
+            invented.len() >= 2 || catalog.tools.len() > others.len(),
+            "{}",
+            catalog.described_lines()
+        );
+        assert_eq!(t.calls.len(), 1);
+        let called = catalog.get(&t.calls[0].name).unwrap();
+        assert!(invented.iter().any(|x| x.name == called.name));
+        // The request names the tool by its name's verb or its description's verb.
+        let request = t.request.to_lowercase();
+        let name_verb = called.name.split('_').next().unwrap().to_string();
+        let described_verb = called.description.split(' ').next().unwrap().to_lowercase();
+        assert!(
+            request.contains(&name_verb) || request.contains(&described_verb),
+            "{request:?} does not name {} ({})",
+            called.name,
+            called.description
+        );
+        // The held-out Pace verb's words never appear: its calls stay unseen in training.
+        for word in ["wait", "pause", "hold on"] {
+            assert!(!request.contains(word), "{request:?}");
+        }
+        for tool in &invented {
+            for p in tool.param_names() {
+                assert!(p != "condition" && p != "timeout_seconds", "{p}");
+            }
+        }
+        with_limit += t.calls[0].arguments.values().any(|v| v.is_i64()) as usize;
+    }
+    // Integer limits are common but not universal.
+    assert!((150..900).contains(&with_limit), "{with_limit}");
+}

@@ -13,7 +13,7 @@ use plansmith_grammar::TokEnv;
 use plansmith_lm::{AnyCodec, Codec, InferCache, InferModel, Rows, TinyGpt};
 
 use crate::llama::LlamaLm;
-use crate::prompt;
+use crate::prompt::{self, CatalogText};
 use crate::PlannerError;
 
 /// A model plus the way requests are put to it.
@@ -147,11 +147,11 @@ impl Lm {
         catalog: &Catalog,
         hash: &str,
         request: &str,
-        tools_in_prompt: bool,
+        catalog_text: CatalogText,
     ) -> Result<Started<'_>, PlannerError> {
         match self {
             Lm::Tiny(t) => {
-                let (mut cache, prefix_hit) = t.prefix_state(catalog, hash, tools_in_prompt)?;
+                let (mut cache, prefix_hit) = t.prefix_state(catalog, hash, catalog_text)?;
                 let ids = t.codec.encode(&format!("{request}{}", prompt::ARROW));
                 match t.fast.forward(&ids, &mut cache, Rows::Last) {
                     Ok(logits) => Ok(Started::Ready {
@@ -205,9 +205,9 @@ impl TinyLm {
         &self,
         catalog: &Catalog,
         hash: &str,
-        tools_in_prompt: bool,
+        catalog_text: CatalogText,
     ) -> Result<(InferCache, Option<bool>), PlannerError> {
-        let text = prompt::prefix(catalog, tools_in_prompt);
+        let text = prompt::prefix(catalog, catalog_text);
         if text.is_empty() {
             return Ok((InferCache::new(), None));
         }

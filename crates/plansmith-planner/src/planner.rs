@@ -36,6 +36,10 @@ pub struct PlannerSettings {
     pub policy: Policy,
     /// The catalog's compact line is part of the prompt (the planner reads tools at run time).
     pub tools_in_prompt: bool,
+    /// With `tools_in_prompt`: each tool's description is in the prompt too (a line per tool).
+    /// What lets a planner match a request to a tool it never saw by the tool's words.
+    #[serde(default)]
+    pub tool_descriptions: bool,
     /// Plans with confidence (mean log-prob) below this escalate.
     pub conf_floor: f32,
     #[serde(default)]
@@ -51,6 +55,7 @@ impl PlannerSettings {
             syntax: Syntax::Dsl,
             policy: Policy::copy_free_strings(),
             tools_in_prompt: false,
+            tool_descriptions: false,
             conf_floor: f32::MIN,
             confidence: ConfidenceMode::ChosenTokens,
             max_calls: 4,
@@ -65,6 +70,7 @@ impl PlannerSettings {
             syntax: Syntax::JsonArray,
             policy: Policy::default(),
             tools_in_prompt: true,
+            tool_descriptions: false,
             conf_floor: f32::MIN,
             confidence: ConfidenceMode::ChosenTokens,
             max_calls: 8,
@@ -377,7 +383,7 @@ impl Planner {
             &catalog,
             &hash,
             &request_text,
-            self.settings.tools_in_prompt,
+            prompt::CatalogText::of(&self.settings),
         )? {
             Started::Ready {
                 state,
@@ -548,14 +554,15 @@ impl Planner {
             None => (&*self.catalog, self.catalog_hash.clone()),
         };
         let request_text = prompt::clean_request(request);
-        let (mut state, mut logits) =
-            match self
-                .lm
-                .start(catalog, &hash, &request_text, self.settings.tools_in_prompt)?
-            {
-                Started::Ready { state, logits, .. } => (state, logits),
-                Started::Overflow(reason) => return Ok(dead_end(reason)),
-            };
+        let (mut state, mut logits) = match self.lm.start(
+            catalog,
+            &hash,
+            &request_text,
+            prompt::CatalogText::of(&self.settings),
+        )? {
+            Started::Ready { state, logits, .. } => (state, logits),
+            Started::Overflow(reason) => return Ok(dead_end(reason)),
+        };
         let (mut sum, mut n) = (0f64, 0usize);
         let mut out = Vec::new();
         while state.room() > 0 && out.len() < self.lm.max_new_tokens() {
@@ -689,7 +696,7 @@ impl Planner {
             &self.catalog,
             &self.catalog_hash,
             &request_text,
-            self.settings.tools_in_prompt,
+            prompt::CatalogText::of(&self.settings),
         )? {
             Started::Ready { state, logits, .. } => (state, logits),
             Started::Overflow(_) => return Ok(f32::NEG_INFINITY),

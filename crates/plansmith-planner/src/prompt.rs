@@ -1,17 +1,40 @@
-//! Prompt rendering for tiny planners: `request + "\n=> "`, with the catalog's compact line
-//! in front for tools-in-prompt planners.
+//! Prompt rendering for tiny planners: `request + "\n=> "`, with the catalog in front for
+//! tools-in-prompt planners (its compact line, or a line per tool with its description).
 
 use plansmith_core::Catalog;
+
+use crate::PlannerSettings;
+
+/// How much of the catalog a prompt carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CatalogText {
+    /// None: the planner learnt its catalog (the Pace default before tools-in-prompt).
+    Absent,
+    /// `tools: open(target) set(target, value)`.
+    Signatures,
+    /// A line per tool: signature and the first sentence of its description.
+    Described,
+}
+
+impl CatalogText {
+    pub fn of(settings: &PlannerSettings) -> CatalogText {
+        match (settings.tools_in_prompt, settings.tool_descriptions) {
+            (false, _) => CatalogText::Absent,
+            (true, false) => CatalogText::Signatures,
+            (true, true) => CatalogText::Described,
+        }
+    }
+}
 
 /// The separator between request and completion (mixle's format).
 pub const ARROW: &str = "\n=> ";
 
 /// The part of the prompt shared by every request against `catalog` (cached as a KV prefix).
-pub fn prefix(catalog: &Catalog, tools_in_prompt: bool) -> String {
-    if tools_in_prompt {
-        format!("{}\n", catalog.compact_line())
-    } else {
-        String::new()
+pub fn prefix(catalog: &Catalog, text: CatalogText) -> String {
+    match text {
+        CatalogText::Absent => String::new(),
+        CatalogText::Signatures => format!("{}\n", catalog.compact_line()),
+        CatalogText::Described => format!("{}\n", catalog.described_lines()),
     }
 }
 
@@ -25,10 +48,42 @@ pub fn clean_request(request: &str) -> String {
         .join(" ")
 }
 
-pub fn render(catalog: &Catalog, tools_in_prompt: bool, request: &str) -> String {
-    format!(
-        "{}{}{ARROW}",
-        prefix(catalog, tools_in_prompt),
-        clean_request(request)
-    )
+pub fn render(catalog: &Catalog, text: CatalogText, request: &str) -> String {
+    format!("{}{}{ARROW}", prefix(catalog, text), clean_request(request))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompts_carry_as_much_of_the_catalog_as_the_planner_reads() {
+        let catalog = Catalog::from_json_str(
+            r#"[{"name":"wait","description":"Pause until an event happens. Or a time passes.",
+                 "parameters":{"type":"object","properties":{"condition":{"type":"string"}},"required":["condition"]}}]"#,
+        )
+        .unwrap();
+        let mut settings = PlannerSettings::dsl();
+        let request = "hold on\nuntil 5 pm ";
+        assert_eq!(CatalogText::of(&settings), CatalogText::Absent);
+        assert_eq!(
+            render(&catalog, CatalogText::of(&settings), request),
+            "hold on until 5 pm\n=> "
+        );
+        settings.tools_in_prompt = true;
+        assert_eq!(
+            render(&catalog, CatalogText::of(&settings), request),
+            "tools: wait(condition)\nhold on until 5 pm\n=> "
+        );
+        settings.tool_descriptions = true;
+        assert_eq!(
+            render(&catalog, CatalogText::of(&settings), request),
+            "tools:\nwait(condition) Pause until an event happens.\nhold on until 5 pm\n=> "
+        );
+        // Planners saved before descriptions existed read as signatures-only.
+        let mut old = serde_json::to_value(PlannerSettings::dsl()).unwrap();
+        old.as_object_mut().unwrap().remove("tool_descriptions");
+        let old: PlannerSettings = serde_json::from_value(old).unwrap();
+        assert!(!old.tool_descriptions);
+    }
 }

@@ -75,7 +75,7 @@ pub fn pairs(
                 completion.push('\n');
             }
             Ok((
-                prompt::render(cat, settings.tools_in_prompt, &t.request),
+                prompt::render(cat, prompt::CatalogText::of(settings), &t.request),
                 completion,
             ))
         })

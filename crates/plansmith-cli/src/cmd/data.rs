@@ -45,6 +45,12 @@ pub enum DataCommand {
         /// Synthetic traces from non-Pace tool families to add.
         #[arg(long, default_value_t = 0)]
         synthetic: usize,
+        /// Traces calling tools invented per request (made-up verb, description and
+        /// parameters), added to the whole `--tools` catalog or among other invented and
+        /// synthetic-family tools: what teaches a tools-in-prompt planner to call a tool it
+        /// never saw in training.
+        #[arg(long, default_value_t = 0)]
+        novel: usize,
         /// Keep the original traces too.
         #[arg(long)]
         keep_original: bool,
@@ -132,6 +138,7 @@ pub fn run(command: DataCommand) -> anyhow::Result<Outcome> {
             out,
             copies,
             synthetic,
+            novel,
             keep_original,
             seed,
         } => {
@@ -146,6 +153,18 @@ pub fn run(command: DataCommand) -> anyhow::Result<Outcome> {
                 plansmith_data::augment_traces(&traces, Some(&catalog), &cfg)?;
             if synthetic > 0 {
                 augmented.extend(plansmith_data::synthetic_traces(synthetic, seed)?);
+            }
+            if novel > 0 {
+                let mut pool = catalog.tools.clone();
+                for family in plansmith_data::families() {
+                    pool.extend(family.catalog().tools);
+                }
+                augmented.extend(plansmith_data::novel_traces(
+                    novel,
+                    seed,
+                    &catalog.tools,
+                    &pool,
+                )?);
             }
             if keep_original {
                 augmented.extend(traces);

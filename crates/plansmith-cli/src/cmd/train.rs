@@ -26,9 +26,14 @@ pub struct TrainArgs {
     /// Test traces for the report (default: 10% split off --data).
     #[arg(long)]
     test: Option<PathBuf>,
-    /// Put the catalog's compact line in the prompt, so the planner reads tools at run time.
+    /// Put the catalog in the prompt, so the planner reads tools at run time: a line per tool,
+    /// its signature and the first sentence of its description.
     #[arg(long)]
     tools_in_prompt: bool,
+    /// With --tools-in-prompt: signatures only, on one line (`tools: open(target) ...`),
+    /// without descriptions (shorter prompts; cannot match a request to a tool by its words).
+    #[arg(long, requires = "tools_in_prompt")]
+    no_descriptions: bool,
     /// Output syntax the model learns: dsl or envelope.
     #[arg(long, default_value = "dsl")]
     syntax: Syntax,
@@ -169,6 +174,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
             syntax: args.syntax,
             policy,
             tools_in_prompt: args.tools_in_prompt,
+            tool_descriptions: args.tools_in_prompt && !args.no_descriptions,
             confidence,
             ..PlannerSettings::dsl()
         },
