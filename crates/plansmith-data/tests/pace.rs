@@ -169,6 +169,27 @@ fn held_out_verb_is_absent_from_train_and_complete_in_heldout() {
 }
 
 #[test]
+fn a_held_out_verb_is_never_said_in_training() {
+    // Pace's "wait" alone means clarify (no condition given): with `wait` held out, those
+    // requests would teach that the word is not a tool, so they go too.
+    let d = generate_pace(&PaceConfig {
+        holdout_verb: Some("wait".into()),
+        ..PaceConfig::with_n(6000)
+    })
+    .unwrap();
+    assert!(d.stats.holdout_mentions_skipped > 0);
+    for t in d.train.iter().chain(&d.calibration).chain(&d.test) {
+        let words: Vec<String> = t
+            .request
+            .split(|c: char| !c.is_alphanumeric())
+            .map(str::to_lowercase)
+            .collect();
+        assert!(!words.iter().any(|w| w == "wait"), "{:?}", t.request);
+    }
+    assert!(d.heldout.iter().any(|t| t.request.to_lowercase().contains("wait")));
+}
+
+#[test]
 fn same_seed_same_files_other_seed_other_files() {
     let base = std::env::temp_dir().join(format!("plansmith-data-pace-{}", std::process::id()));
     let cfg = PaceConfig {

@@ -128,6 +128,10 @@ pub struct PaceStats {
     /// ALL-CAPS copies added to the training split (`upper_train`).
     #[serde(default)]
     pub upper_train_added: usize,
+    /// With a held-out verb: other verbs' requests that say the verb's name (`"wait"` ->
+    /// clarify), dropped so that the word is as new to a planner as the tool.
+    #[serde(default)]
+    pub holdout_mentions_skipped: usize,
 }
 
 /// Generate the Pace data set. Deterministic per config.
@@ -191,10 +195,10 @@ pub fn generate_pace(cfg: &PaceConfig) -> Result<PaceData, DataError> {
             source: TraceSource::Synthetic,
             spoken_text: None,
         };
-        if cfg.holdout_verb.as_deref() == Some(verb) {
-            heldout.push((trace, r));
-        } else {
-            pool.push((trace, r));
+        match cfg.holdout_verb.as_deref() {
+            Some(held) if held == verb => heldout.push((trace, r)),
+            Some(held) if says_word(&trace.request, held) => stats.holdout_mentions_skipped += 1,
+            _ => pool.push((trace, r)),
         }
     }
     let test = pool.split_off(cfg.n_train + cfg.n_calibration);
@@ -221,6 +225,13 @@ pub fn generate_pace(cfg: &PaceConfig) -> Result<PaceData, DataError> {
         heldout: strip(heldout),
         stats,
     })
+}
+
+/// `request` has `word` as a whole word, in any case.
+fn says_word(request: &str, word: &str) -> bool {
+    request
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .any(|w| w.eq_ignore_ascii_case(word))
 }
 
 /// The plan survives DSL render -> parse -> type, equals itself, and validates with
