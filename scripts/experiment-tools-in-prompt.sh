@@ -1,26 +1,21 @@
 #!/usr/bin/env bash
-# The tools-in-prompt experiment behind issue #10 (not the shipped planner): train a tiny
-# planner that reads the catalog in its prompt, with one Pace verb held out of training (its
-# requests and its tool: training sees a catalog without it), and measure it on
+# The held-out-verb experiment behind issue #10: the default planner's recipe
+# (scripts/train-default.sh), with one Pace verb held out of training (its requests, every
+# other request that says its name, and its tool: training sees a catalog without it). Measures
 #   1. the Pace test split (catalog in the prompt),
 #   2. the same requests against renamed / shuffled / distractor catalogs,
 #   3. the held-out verb, given only its schema in the full catalog.
 #
 #   scripts/experiment-tools-in-prompt.sh [SEED] [N] [VERB] [-- TRAIN FLAGS]
-#   # defaults: 0 50000 wait; e.g. `-- --no-descriptions` for the one-line signature prompt
-#
-# The training mix: N Pace requests (57k traces with the ALL-CAPS share), one augmented copy
-# of each (renamed tools and parameters, shuffled catalogs, distractors, removed tools), 12,000
-# synthetic-family requests and 40,000 requests for invented tools (`data augment --novel`).
-# With descriptions in the prompt (~380 tokens for Pace) one epoch over these 166k traces takes
-# ~50 minutes on one thread; README's "Tools in the prompt" has session 5's numbers.
+#   # defaults: 2 200000 wait -- --no-descriptions (README's numbers; ~40 minutes, 12 GB)
+#   # `-- ` alone puts descriptions in the prompt (a line per tool; ~3x slower to train)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-seed="${1:-0}"
-n="${2:-50000}"
+seed="${1:-2}"
+n="${2:-200000}"
 verb="${3:-wait}"
 shift $(($# < 3 ? $# : 3))
-[ "${1:-}" = "--" ] && shift
+if [ "${1:-}" = "--" ]; then shift; else set -- --no-descriptions; fi
 out="target/tools-in-prompt-$verb-$n-$seed"
 tools=examples/pace/tools.json
 cargo build --release -p plansmith
@@ -33,8 +28,10 @@ tools = [t for t in json.load(open(sys.argv[1])) if t.get("function", t)["name"]
 json.dump(tools, open(sys.argv[3], "w"), indent=1)
 EOF
 "$bin" data pace --out "$out/data" --seed "$seed" --n "$n" --holdout-verb "$verb" --upper-train 0.15
-"$bin" data augment --data "$out/data/train.jsonl" --tools "$out/tools-train.json" \
-  --out "$out/train-aug.jsonl" --copies 1 --keep-original --synthetic 12000 --novel 40000 --seed "$seed"
+head -n 130000 "$out/data/train.jsonl" > "$out/train-130k.jsonl"
+"$bin" data augment --data "$out/train-130k.jsonl" --tools "$out/tools-train.json" \
+  --out "$out/train-aug.jsonl" --copies 1 --synthetic 25000 --novel 80000 --seed "$seed"
+cat "$out/train-aug.jsonl" "$out/data/train.jsonl" > "$out/train-mix.jsonl"
 head -n 3000 "$out/data/calibration.jsonl" > "$out/calibration-3k.jsonl"
 head -n 2000 "$out/data/test.jsonl" > "$out/test-2k.jsonl"
 # The held-out requests are planned against the full catalog (their own `tools`).
@@ -52,9 +49,9 @@ EOF
 "$bin" data augment --data "$out/test-2k.jsonl" --tools "$tools" --out "$out/test-2k-changed.jsonl" \
   --copies 1 --seed 7
 # Described catalogs of synthetic families run to ~560 tokens: block 640
-"$bin" --threads 1 train --data "$out/train-aug.jsonl" --calibration "$out/calibration-3k.jsonl" \
+"$bin" --threads 1 train --data "$out/train-mix.jsonl" --calibration "$out/calibration-3k.jsonl" \
   --test "$out/test-2k.jsonl" --tools "$out/tools-train.json" --tools-in-prompt --out "$out/planner" \
-  --epochs 1 --block 640 --batch-size 32 --lr 3e-3 --confidence all --seed "$seed" "$@"
+  --epochs 1 --block 640 --batch-size 32 --lr 3e-3 --confidence all --seed 0 "$@"
 for split in test-2k test-2k-changed heldout-500; do
   echo "== $split"
   "$bin" --threads 1 eval traces --planner "$out/planner" --data "$out/$split.jsonl"

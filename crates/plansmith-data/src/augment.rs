@@ -47,6 +47,11 @@ pub struct AugmentConfig {
     pub opaque_names: f64,
     /// Probability that tool order is shuffled.
     pub shuffle: f64,
+    /// Probability that one or two invented tools (`novel`) join the catalog as distractors:
+    /// without them a planner trained on invented tools learns that a new tool in a familiar
+    /// catalog is always the one to call.
+    #[serde(default)]
+    pub invented_distractors: f64,
 }
 
 impl Default for AugmentConfig {
@@ -60,6 +65,7 @@ impl Default for AugmentConfig {
             rename_params: 0.3,
             opaque_names: 0.25,
             shuffle: 0.9,
+            invented_distractors: 0.3,
         }
     }
 }
@@ -73,6 +79,7 @@ pub struct AugmentStats {
     pub retargeted_to_clarify: usize,
     pub retargeted_to_no_call: usize,
     pub with_distractors: usize,
+    pub with_invented_distractors: usize,
     pub renamed_tools: usize,
     pub renamed_params: usize,
     pub shuffled: usize,
@@ -372,6 +379,14 @@ fn augment_one(
     }
     if added > 0 {
         stats.with_distractors += 1;
+    }
+    if cfg.invented_distractors > 0.0 && rng.chance(cfg.invented_distractors) {
+        let mut taken: HashSet<String> = tools.iter().map(|t| t.name.clone()).collect();
+        taken.extend(removed.iter().cloned());
+        for _ in 0..1 + rng.below(2) {
+            tools.push(crate::novel::invented_distractor(rng, &mut taken));
+        }
+        stats.with_invented_distractors += 1;
     }
 
     // 3. Tool names.

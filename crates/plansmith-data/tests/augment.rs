@@ -74,6 +74,9 @@ fn augmented_traces_stay_valid_and_carry_modified_catalogs() {
         "{stats:?}"
     );
     assert!(stats.with_distractors > 600, "{stats:?}");
+    // ~30% carry invented tools too; `check` above validated every plan against them.
+    let share = stats.with_invented_distractors as f64 / out.len() as f64;
+    assert!((0.2..0.4).contains(&share), "{stats:?}");
     // Some catalogs have no Pace name left at all.
     let pace_names: Vec<String> = pace_catalog().names().map(String::from).collect();
     let renamed = out

@@ -186,7 +186,10 @@ fn a_held_out_verb_is_never_said_in_training() {
             .collect();
         assert!(!words.iter().any(|w| w == "wait"), "{:?}", t.request);
     }
-    assert!(d.heldout.iter().any(|t| t.request.to_lowercase().contains("wait")));
+    assert!(d
+        .heldout
+        .iter()
+        .any(|t| t.request.to_lowercase().contains("wait")));
 }
 
 #[test]

@@ -1,7 +1,11 @@
 //! The shipped default planner must not silently rot: it is re-checked on freshly generated
-//! Pace requests, and a reduced-budget re-train with the same recipe must still learn.
+//! Pace requests, against changed catalogs and on tools invented for the test, and a
+//! reduced-budget re-train with the same recipe must still learn.
 
-use plansmith_data::{generate_pace, pace_catalog, PaceConfig};
+use plansmith_data::{
+    augment_traces, generate_pace, novel_traces, pace_catalog, synthetic_traces, AugmentConfig,
+    PaceConfig,
+};
 use plansmith_lm::{PosEncoding, Progress, TinyGptConfig, TrainConfig};
 use plansmith_planner::eval::{evaluate, items};
 use plansmith_planner::train::{train_planner, Splits, TrainSpec};
@@ -24,9 +28,10 @@ fn shipped_default_planner_still_clears_its_floor() {
     )
     .unwrap();
     assert_eq!(summary.invalid_emitted, 0);
-    // Shipped: 0.992 agreement on its own 2,000 test requests; at the floor 0.94 coverage,
-    // precision 1.0. Below 0.95 means something regressed: forcing grammar bytes past a
-    // sub-word model (fast-forward) alone cost ~5 points on an earlier planner.
+    // Shipped: 0.987 agreement on its own 2,000 test requests; at the floor 0.87 coverage,
+    // precision 0.999 (0.985 / 0.86 / 1.0 here). Below 0.95 means something regressed:
+    // forcing grammar bytes past a sub-word model (fast-forward) alone cost ~5 points on an
+    // earlier planner.
     eprintln!("{summary:?}");
     assert!(summary.agreement >= 0.95, "{summary:?}");
     assert!(
@@ -36,14 +41,54 @@ fn shipped_default_planner_still_clears_its_floor() {
 }
 
 #[test]
+fn shipped_default_planner_reads_the_catalog_in_its_prompt() {
+    let planner = default_planner().unwrap();
+    assert!(planner.settings.tools_in_prompt);
+    let pace = pace_catalog();
+    // Fresh requests against renamed / shuffled / distractor / reduced Pace catalogs.
+    let (changed, _) = augment_traces(
+        &fresh_requests(78),
+        Some(&pace),
+        &AugmentConfig {
+            seed: 78,
+            ..AugmentConfig::default()
+        },
+    )
+    .unwrap();
+    // Tools invented for this test (other seeds than training's), alone or added to Pace.
+    let invented = novel_traces(300, 78_000, &pace.tools, &pace.tools).unwrap();
+    for (what, traces, floor) in [
+        // Shipped: 0.835 and 0.797 (README, "Tools in the prompt").
+        ("changed catalogs", changed, 0.75),
+        ("invented tools", invented, 0.7),
+    ] {
+        let (summary, _) = evaluate(&planner, &items(&traces).unwrap(), false, |_, _| {}).unwrap();
+        eprintln!("{what}: {summary:?}");
+        assert_eq!(summary.invalid_emitted, 0, "{what}");
+        assert!(summary.agreement >= floor, "{what}: {summary:?}");
+    }
+}
+
+#[test]
 fn reduced_budget_retrain_still_learns() {
+    // The default planner's recipe (scripts/train-default.sh) at a tiny budget: Pace requests,
+    // augmented catalogs, synthetic families and invented tools, catalog in the prompt.
     let data = generate_pace(&PaceConfig {
         seed: 3,
         ..PaceConfig::with_n(1200)
     })
     .unwrap();
+    let catalog = pace_catalog();
+    let cfg = AugmentConfig {
+        seed: 3,
+        ..AugmentConfig::default()
+    };
+    let (mut train, _) = augment_traces(&data.train[..600], Some(&catalog), &cfg).unwrap();
+    train.extend(synthetic_traces(150, 3).unwrap());
+    train.extend(novel_traces(300, 3, &catalog.tools, &catalog.tools).unwrap());
+    train.extend(data.train);
     let splits = Splits {
-        train: data.train,
+        train,
         calibration: data.calibration,
         test: data.test,
     };
@@ -52,33 +97,29 @@ fn reduced_budget_retrain_still_learns() {
             d_model: 64,
             n_layer: 2,
             n_head: 4,
-            block: 256,
+            block: 640,
             pos: PosEncoding::Rope,
             ..TinyGptConfig::default()
         },
         codec: Default::default(),
         train: TrainConfig {
-            epochs: 2,
+            epochs: 3,
             batch_size: 16,
             lr: 3e-3,
             seed: 0,
             ..TrainConfig::default()
         },
-        settings: PlannerSettings::dsl(),
+        settings: PlannerSettings {
+            tools_in_prompt: true,
+            ..PlannerSettings::dsl()
+        },
         target_precision: 1.0,
     };
-    let trained = train_planner(
-        &splits,
-        pace_catalog(),
-        &spec,
-        Progress::Hidden,
-        |_, _, _| {},
-    )
-    .unwrap();
-    // From ln(vocab) ~ 4.6 nats per character at initialisation.
-    assert!(trained.report.final_loss < 2.5, "{:?}", trained.report);
+    let trained = train_planner(&splits, catalog, &spec, Progress::Hidden, |_, _, _| {}).unwrap();
+    // From ln(1024) ~ 6.9 nats per token at initialisation; 2.55 when written.
+    assert!(trained.report.final_loss < 3.0, "{:?}", trained.report);
     let test = trained.planner.meta.test.clone().unwrap();
-    // Two epochs do not make a good planner (the shipped one is checked above); they must
+    // Three epochs do not make a good planner (the shipped one is checked above); they must
     // still never emit an invalid plan.
     assert_eq!(test.invalid_emitted, 0, "{test:?}");
 }
