@@ -1244,7 +1244,6 @@ pub fn synthetic_traces(n: usize, seed: u64) -> Result<Vec<Trace>, DataError> {
             Ok((c, v))
         })
         .collect::<Result<_, DataError>>()?;
-    let policy = Policy::copy_free_strings();
     let mut rng = Rng::new(seed).fork(0xFA11);
     let mut seen = std::collections::HashSet::new();
     let mut out = Vec::with_capacity(n);
@@ -1265,20 +1264,34 @@ pub fn synthetic_traces(n: usize, seed: u64) -> Result<Vec<Trace>, DataError> {
         }
         let (catalog, validator) = &checks[i];
         // Typed values (integers, booleans) come from the schema, as after DSL parsing.
-        let plan = validator.type_values(&r.plan);
-        if !crate::pace::round_trips(validator, &policy, &plan, &r.request) {
-            return Err(DataError::Invalid(format!(
-                "family {}: {:?} does not validate: {plan:?}",
-                fams[i].name, r.request
-            )));
-        }
-        out.push(Trace {
-            request: r.request,
-            calls: plan.calls,
-            tools: Some(catalog.to_openai()),
-            source: TraceSource::Synthetic,
-            spoken_text: None,
-        });
+        let what = format!("family {}", fams[i].name);
+        out.push(checked_trace(
+            validator, catalog, &r.plan, r.request, &what,
+        )?);
     }
     Ok(out)
+}
+
+/// A synthetic trace carrying its own catalog, once its plan (typed from the schema, as after
+/// DSL parsing) survives the DSL round trip and copy-fidelity validation; else a bug, named.
+pub(crate) fn checked_trace(
+    validator: &PlanValidator,
+    catalog: &Catalog,
+    plan: &plansmith_core::Plan,
+    request: String,
+    what: &str,
+) -> Result<Trace, DataError> {
+    let plan = validator.type_values(plan);
+    if !crate::pace::round_trips(validator, &Policy::copy_free_strings(), &plan, &request) {
+        return Err(DataError::Invalid(format!(
+            "{what}: {request:?} does not validate: {plan:?}"
+        )));
+    }
+    Ok(Trace {
+        request,
+        calls: plan.calls,
+        tools: Some(catalog.to_openai()),
+        source: TraceSource::Synthetic,
+        spoken_text: None,
+    })
 }

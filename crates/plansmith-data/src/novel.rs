@@ -14,7 +14,7 @@ use std::collections::HashSet;
 
 use serde_json::{json, Value};
 
-use plansmith_core::{Catalog, PlanValidator, Policy, Tool, Trace, TraceSource};
+use plansmith_core::{Catalog, PlanValidator, Tool, Trace};
 
 use crate::pace::gen::{self, call, Draft, Style, A};
 use crate::rng::Rng;
@@ -309,7 +309,6 @@ pub fn novel_traces(
     pool: &[Tool],
 ) -> Result<Vec<Trace>, DataError> {
     let mut rng = Rng::new(seed).fork(0x0A0E1);
-    let policy = Policy::copy_free_strings();
     let mut seen = HashSet::new();
     let mut out = Vec::with_capacity(n);
     let mut attempts = 0;
@@ -377,20 +376,13 @@ pub fn novel_traces(
         }
         let catalog = Catalog::from_value(&Value::Array(tools))?;
         let validator = PlanValidator::new(&catalog)?;
-        let plan = validator.type_values(&plansmith_core::Plan::new(calls));
-        if !crate::pace::round_trips(&validator, &policy, &plan, &r.request) {
-            return Err(DataError::Invalid(format!(
-                "invented tool: {:?} does not validate: {plan:?}",
-                r.request
-            )));
-        }
-        out.push(Trace {
-            request: r.request,
-            calls: plan.calls,
-            tools: Some(catalog.to_openai()),
-            source: TraceSource::Synthetic,
-            spoken_text: None,
-        });
+        out.push(crate::families::checked_trace(
+            &validator,
+            &catalog,
+            &plansmith_core::Plan::new(calls),
+            r.request,
+            "invented tool",
+        )?);
     }
     Ok(out)
 }
