@@ -69,28 +69,45 @@ pub fn read_traces(path: impl AsRef<Path>) -> Result<Vec<Trace>, TraceError> {
 pub fn read_traces_lenient(
     path: impl AsRef<Path>,
 ) -> Result<(Vec<Trace>, Vec<TraceError>), TraceError> {
-    let path = path.as_ref();
-    let io = |source| TraceError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let file = File::open(path).map_err(io)?;
     let (mut traces, mut bad) = (Vec::new(), Vec::new());
-    for (i, line) in BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(io)?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        match serde_json::from_str::<Trace>(&line) {
+    for item in stream_traces(path)? {
+        match item {
             Ok(t) => traces.push(t),
-            Err(e) => bad.push(TraceError::Line {
-                path: path.to_path_buf(),
-                line: i + 1,
-                message: e.to_string(),
-            }),
+            Err(e @ TraceError::Line { .. }) => bad.push(e),
+            Err(e) => return Err(e),
         }
     }
     Ok((traces, bad))
+}
+
+/// The traces of a JSONL file one at a time, for files too large to hold parsed: a trace
+/// with its own catalog is ~26 KB as a JSON tree. Blank lines are skipped; a bad line is an
+/// `Err(TraceError::Line)` and reading goes on; a read failure is an `Err(TraceError::Io)`.
+pub fn stream_traces(
+    path: impl AsRef<Path>,
+) -> Result<impl Iterator<Item = Result<Trace, TraceError>>, TraceError> {
+    let path = path.as_ref().to_path_buf();
+    let file = File::open(&path).map_err(|source| TraceError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    Ok(BufReader::new(file)
+        .lines()
+        .enumerate()
+        .filter_map(move |(i, line)| match line {
+            Err(source) => Some(Err(TraceError::Io {
+                path: path.clone(),
+                source,
+            })),
+            Ok(line) if line.trim().is_empty() => None,
+            Ok(line) => Some(
+                serde_json::from_str::<Trace>(&line).map_err(|e| TraceError::Line {
+                    path: path.clone(),
+                    line: i + 1,
+                    message: e.to_string(),
+                }),
+            ),
+        }))
 }
 
 /// Appends traces durably: each `append` returns only after the line is on disk.

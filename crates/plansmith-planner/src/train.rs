@@ -27,22 +27,39 @@ pub struct Splits {
     pub test: Vec<Trace>,
 }
 
+/// Which split a request belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    Train,
+    Calibration,
+    Test,
+}
+
 /// Split by a hash of the request text, so identical requests always land together and the
 /// split is stable across runs and orderings.
 pub fn split(traces: Vec<Trace>, calibration_frac: f64, test_frac: f64, seed: u64) -> Splits {
     let mut s = Splits::default();
     for t in traces {
-        let h = fnv(seed, t.request.as_bytes());
-        let u = (h >> 11) as f64 / (1u64 << 53) as f64;
-        if u < test_frac {
-            s.test.push(t);
-        } else if u < test_frac + calibration_frac {
-            s.calibration.push(t);
-        } else {
-            s.train.push(t);
+        match part_of(&t.request, calibration_frac, test_frac, seed) {
+            Part::Test => s.test.push(t),
+            Part::Calibration => s.calibration.push(t),
+            Part::Train => s.train.push(t),
         }
     }
     s
+}
+
+/// The split [`split`] puts `request` in.
+pub fn part_of(request: &str, calibration_frac: f64, test_frac: f64, seed: u64) -> Part {
+    let h = fnv(seed, request.as_bytes());
+    let u = (h >> 11) as f64 / (1u64 << 53) as f64;
+    if u < test_frac {
+        Part::Test
+    } else if u < test_frac + calibration_frac {
+        Part::Calibration
+    } else {
+        Part::Train
+    }
 }
 
 fn fnv(seed: u64, bytes: &[u8]) -> u64 {
@@ -66,20 +83,28 @@ pub fn pairs(
     traces
         .iter()
         .enumerate()
-        .map(|(i, t)| {
-            let cat = trace_catalog(t, i, catalog)?;
-            let cat = cat.as_ref();
-            let plan = plansmith_core::validate::schema_order(&t.plan(), cat);
-            let mut completion = settings.syntax.render(&plan);
-            if !completion.ends_with('\n') {
-                completion.push('\n');
-            }
-            Ok((
-                prompt::render(cat, prompt::CatalogText::of(settings), &t.request),
-                completion,
-            ))
-        })
+        .map(|(i, t)| pair(t, i, catalog, settings))
         .collect()
+}
+
+/// The (prompt, completion) pair of trace `index` (0-based, for error messages).
+pub fn pair(
+    trace: &Trace,
+    index: usize,
+    catalog: &Catalog,
+    settings: &PlannerSettings,
+) -> Result<(String, String), PlannerError> {
+    let cat = trace_catalog(trace, index, catalog)?;
+    let cat = cat.as_ref();
+    let plan = plansmith_core::validate::schema_order(&trace.plan(), cat);
+    let mut completion = settings.syntax.render(&plan);
+    if !completion.ends_with('\n') {
+        completion.push('\n');
+    }
+    Ok((
+        prompt::render(cat, prompt::CatalogText::of(settings), &trace.request),
+        completion,
+    ))
 }
 
 /// The catalog trace `index` (0-based) plans against: its own `tools`, else `default`.
@@ -163,10 +188,25 @@ pub fn train_planner_from(
     progress: Progress,
     eval_progress: impl FnMut(&str, usize, usize),
 ) -> Result<Trained, PlannerError> {
-    if splits.train.is_empty() {
+    let train_pairs = pairs(&splits.train, &catalog, &spec.settings)?;
+    train_planner_on_pairs(train_pairs, splits, catalog, spec, init, progress, eval_progress)
+}
+
+/// Like [`train_planner_from`], from training pairs already rendered with [`pair`] (a large
+/// training set need not be held as traces). `held_out.train` is ignored.
+pub fn train_planner_on_pairs(
+    train_pairs: Vec<(String, String)>,
+    held_out: &Splits,
+    catalog: Catalog,
+    spec: &TrainSpec,
+    init: Option<Planner>,
+    progress: Progress,
+    eval_progress: impl FnMut(&str, usize, usize),
+) -> Result<Trained, PlannerError> {
+    if train_pairs.is_empty() {
         return Err(PlannerError::Data("no training traces".into()));
     }
-    let train_pairs = pairs(&splits.train, &catalog, &spec.settings)?;
+    let n_train = train_pairs.len();
     let (codec, init_model) = match init.map(|p| p.lm) {
         Some(crate::backend::Lm::Tiny(t)) => (t.codec, Some(t.model)),
         Some(crate::backend::Lm::Llama(_)) => {
@@ -186,6 +226,7 @@ pub fn train_planner_from(
         .iter()
         .map(|(p, c)| (codec.encode(p), codec.encode(c)))
         .collect();
+    drop(train_pairs);
     let longest = ids
         .iter()
         .map(|(p, c)| p.len() + c.len())
@@ -212,9 +253,9 @@ pub fn train_planner_from(
     )?;
     let meta = PlannerMeta {
         training: serde_json::json!({
-            "train_traces": splits.train.len(),
-            "calibration_traces": splits.calibration.len(),
-            "test_traces": splits.test.len(),
+            "train_traces": n_train,
+            "calibration_traces": held_out.calibration.len(),
+            "test_traces": held_out.test.len(),
             "model": spec.model,
             "codec": spec.codec,
             "train": spec.train,
@@ -226,7 +267,7 @@ pub fn train_planner_from(
         ..Default::default()
     };
     planner.meta = meta;
-    calibrate_and_test(&mut planner, splits, spec.target_precision, eval_progress)?;
+    calibrate_and_test(&mut planner, held_out, spec.target_precision, eval_progress)?;
     Ok(Trained { planner, report })
 }
 

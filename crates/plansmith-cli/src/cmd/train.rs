@@ -1,10 +1,12 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use plansmith_core::trace::read_traces;
+use plansmith_core::trace::{read_traces, stream_traces};
 use plansmith_core::{Policy, Syntax};
 use plansmith_lm::{PosEncoding, Progress, TinyGptConfig, TrainConfig};
-use plansmith_planner::train::{split, train_planner_from, CodecChoice, Splits, TrainSpec};
+use plansmith_planner::train::{
+    pair, part_of, split, train_planner_on_pairs, CodecChoice, Part, Splits, TrainSpec,
+};
 use plansmith_planner::{ConfidenceMode, PlannerSettings};
 
 use crate::Outcome;
@@ -110,27 +112,17 @@ pub struct TrainArgs {
 
 pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
     let catalog = super::catalog::load(&args.tools)?;
-    let mut traces = Vec::new();
-    for path in &args.data {
-        traces.extend(read_traces(path)?);
-    }
-    let splits = match (&args.calibration, &args.test) {
-        (None, None) => split(traces, 0.1, 0.1, args.seed),
-        (cal, test) => Splits {
-            train: traces,
-            calibration: cal
-                .as_ref()
-                .map(read_traces)
-                .transpose()?
-                .unwrap_or_default(),
-            test: test
-                .as_ref()
-                .map(read_traces)
-                .transpose()?
-                .unwrap_or_default(),
-        },
-    };
     if let Some(base) = &args.base {
+        let mut traces = Vec::new();
+        for path in &args.data {
+            traces.extend(read_traces(path)?);
+        }
+        let mut splits = held_out_splits(&args)?;
+        if own_splits(&args) {
+            splits = split(traces, 0.1, 0.1, args.seed);
+        } else {
+            splits.train = traces;
+        }
         return train_lora(&args, base, splits, catalog);
     }
     let pos = match args.pos.as_str() {
@@ -180,10 +172,11 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
         },
         target_precision: args.target_precision,
     };
+    let (train_pairs, splits) = read_pairs(&args, &catalog, &spec.settings)?;
     if !args.quiet {
         eprintln!(
             "training on {} traces (calibration {}, test {})",
-            splits.train.len(),
+            train_pairs.len(),
             splits.calibration.len(),
             splits.test.len()
         );
@@ -194,7 +187,8 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
         .as_ref()
         .map(|d| plansmith_planner::Planner::load(d))
         .transpose()?;
-    let trained = train_planner_from(
+    let trained = train_planner_on_pairs(
+        train_pairs,
         &splits,
         catalog,
         &spec,
@@ -239,6 +233,53 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
         ]);
     }
     Ok(Outcome::Ok)
+}
+
+/// Without --calibration and --test, both are split off --data (10% each, by request hash).
+fn own_splits(args: &TrainArgs) -> bool {
+    args.calibration.is_none() && args.test.is_none()
+}
+
+/// The --calibration and --test files (empty `train`).
+fn held_out_splits(args: &TrainArgs) -> anyhow::Result<Splits> {
+    let read = |p: &Option<PathBuf>| -> anyhow::Result<Vec<plansmith_core::Trace>> {
+        Ok(p.as_ref().map(read_traces).transpose()?.unwrap_or_default())
+    };
+    Ok(Splits {
+        train: Vec::new(),
+        calibration: read(&args.calibration)?,
+        test: read(&args.test)?,
+    })
+}
+
+/// Reads --data one trace at a time and renders each training trace to its (prompt,
+/// completion) pair at once: a trace with its own catalog is ~26 KB parsed, its prompt ~1 KB,
+/// so a 460k-trace mix fits in a few GB instead of 14.
+fn read_pairs(
+    args: &TrainArgs,
+    catalog: &plansmith_core::Catalog,
+    settings: &PlannerSettings,
+) -> anyhow::Result<(Vec<(String, String)>, Splits)> {
+    let mut held_out = held_out_splits(args)?;
+    let mut pairs = Vec::new();
+    for path in &args.data {
+        for (i, trace) in stream_traces(path)?.enumerate() {
+            let trace = trace?;
+            let part = match own_splits(args) {
+                true => part_of(&trace.request, 0.1, 0.1, args.seed),
+                false => Part::Train,
+            };
+            match part {
+                Part::Train => pairs.push(
+                    pair(&trace, i, catalog, settings)
+                        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
+                ),
+                Part::Calibration => held_out.calibration.push(trace),
+                Part::Test => held_out.test.push(trace),
+            }
+        }
+    }
+    Ok((pairs, held_out))
 }
 
 fn train_lora(
