@@ -116,19 +116,54 @@ fn train_reads_traces_as_it_goes() {
     let dir = std::env::temp_dir().join(format!("plansmith-cli-train-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let d = |p: &str| dir.join(p).to_str().unwrap().to_string();
-    let o = plansmith(&["data", "pace", "--n", "300", "--seed", "3", "--out", &d("data")]);
+    let o = plansmith(&[
+        "data",
+        "pace",
+        "--n",
+        "300",
+        "--seed",
+        "3",
+        "--out",
+        &d("data"),
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let o = plansmith(&[
-        "data", "augment", "--data", &d("data/train.jsonl"), "--tools", "examples/pace/tools.json",
-        "--out", &d("aug.jsonl"), "--copies", "1", "--novel", "50", "--seed", "3",
+        "data",
+        "augment",
+        "--data",
+        &d("data/train.jsonl"),
+        "--tools",
+        "examples/pace/tools.json",
+        "--out",
+        &d("aug.jsonl"),
+        "--copies",
+        "1",
+        "--novel",
+        "50",
+        "--seed",
+        "3",
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let lines = |p: &str| std::fs::read_to_string(d(p)).unwrap().lines().count();
     let total = lines("data/train.jsonl") + lines("aug.jsonl");
     let small = [
-        "--tools", "examples/pace/tools.json", "--tools-in-prompt", "--epochs", "1",
-        "--d-model", "32", "--layers", "1", "--heads", "2", "--block", "2048", "--vocab", "300",
-        "--quiet", "--json",
+        "--tools",
+        "examples/pace/tools.json",
+        "--tools-in-prompt",
+        "--epochs",
+        "1",
+        "--d-model",
+        "32",
+        "--layers",
+        "1",
+        "--heads",
+        "2",
+        "--block",
+        "2048",
+        "--vocab",
+        "300",
+        "--quiet",
+        "--json",
     ];
     let (train_file, aug) = (d("data/train.jsonl"), d("aug.jsonl"));
     let mut args = vec!["train", "--data", &train_file];
@@ -158,18 +193,37 @@ fn train_reads_traces_as_it_goes() {
     args.extend(small);
     let o = plansmith(&args);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("broken.jsonl") && stderr(&o).contains('3'), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("broken.jsonl") && stderr(&o).contains('3'),
+        "{}",
+        stderr(&o)
+    );
 
     // A trace whose own catalog is malformed: the file and the trace are named, exit 2.
     let bad_tools = r#"{"request":"open mail","calls":[{"name":"open","arguments":{"target":"mail"}}],"tools":[{"name":"open","parameters":{"type":"object","properties":{"x":{"not":{}}}}}]}"#;
-    std::fs::write(d("bad-tools.jsonl"), format!("{}\n{bad_tools}\n", broken[0])).unwrap();
+    std::fs::write(
+        d("bad-tools.jsonl"),
+        format!("{}\n{bad_tools}\n", broken[0]),
+    )
+    .unwrap();
     let bad_path = d("bad-tools.jsonl");
-    let mut args = vec!["train", "--data", &bad_path, "--calibration", &bad_path, "--out", &out];
+    let mut args = vec![
+        "train",
+        "--data",
+        &bad_path,
+        "--calibration",
+        &bad_path,
+        "--out",
+        &out,
+    ];
     args.extend(small);
     let o = plansmith(&args);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let err = stderr(&o);
-    assert!(err.contains("bad-tools.jsonl") && err.contains("trace 2"), "{err}");
+    assert!(
+        err.contains("bad-tools.jsonl") && err.contains("trace 2"),
+        "{err}"
+    );
     assert!(!err.contains("panicked"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }

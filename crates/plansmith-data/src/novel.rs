@@ -41,6 +41,17 @@ const VERBS: &[&str] = &[
     "defrost", "dim", "brighten", "rewind", "skip", "shuffle", "repeat",
 ];
 
+/// Two-word verbs, said in requests and listed in descriptions ("Find or look up a record."),
+/// never in names: a request can name its tool by any verb the description lists. None of
+/// them begins a Pace request (`turn on`, `look up` and `pick up` do, with Pace's meaning).
+#[rustfmt::skip]
+const PHRASAL: &[&str] = &[
+    "check in", "sign off", "hand over", "set aside", "carry on", "write down", "read out",
+    "send off", "clean up", "fill in", "put away", "drop off", "call up", "cross off",
+    "note down", "stand down", "top up", "wind down", "switch over", "tidy up", "stock up",
+    "sort out", "print out", "wrap up", "mark down",
+];
+
 /// Objects for `verb_object` names and descriptions.
 #[rustfmt::skip]
 const OBJECTS: &[&str] = &[
@@ -120,7 +131,7 @@ fn tool_value(name: &str, description: &str, props: Value, required: &[&str]) ->
 /// An invented tool and what a request must say to call it.
 struct Invented {
     tool: Value,
-    /// Words a request may use to name it (its verb, and its description's verb).
+    /// Words a request may use to name it (its name's verb, and its description's verbs).
     verbs: Vec<String>,
     strings: Vec<&'static str>,
     /// The integer parameter and the unit a request counts it in.
@@ -164,26 +175,60 @@ fn fresh_verb(rng: &mut Rng, taken: &mut HashSet<String>) -> String {
     }
 }
 
-fn invent(rng: &mut Rng, taken: &mut HashSet<String>) -> Invented {
-    let verb = fresh_verb(rng, taken);
-    let described_by = if rng.chance(0.4) {
+/// The verbs a description lists: one (`Archive a note.`), or two or three alternatives
+/// (`Archive, shelve or put away a note.`), so a request may say any of them.
+fn described_verbs(rng: &mut Rng, verb: &str, taken: &mut HashSet<String>) -> Vec<String> {
+    let mut verbs = vec![if rng.chance(0.4) {
         fresh_verb(rng, taken)
     } else {
-        verb.clone()
-    };
+        verb.to_string()
+    }];
+    if rng.chance(0.5) {
+        for _ in 0..1 + rng.below(2) {
+            let v = if rng.chance(0.3) {
+                rng.pick(PHRASAL).to_string()
+            } else {
+                fresh_verb(rng, taken)
+            };
+            if !verbs.contains(&v) {
+                verbs.push(v);
+            }
+        }
+        // The name's verb is not always listed first.
+        rng.shuffle(&mut verbs);
+    }
+    verbs
+}
+
+/// "a", "a or b", "a, b or c"
+fn alternatives(words: &[String]) -> String {
+    match words {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
+fn invent(rng: &mut Rng, taken: &mut HashSet<String>) -> Invented {
+    let verb = fresh_verb(rng, taken);
+    let described = described_verbs(rng, &verb, taken);
     let object = *rng.pick(OBJECTS);
+    let with_name = |verb: String| {
+        let others = described.iter().filter(|d| **d != verb).cloned();
+        std::iter::once(verb.clone()).chain(others).collect::<Vec<_>>()
+    };
     let (name, verbs) = match rng.below(20) {
-        0..=8 => (verb.clone(), vec![verb, described_by.clone()]),
+        0..=8 => (verb.clone(), with_name(verb)),
         // (a real tool may have this name already: `track_order`)
         9..=14 if !taken.contains(&format!("{verb}_{object}")) => {
-            (format!("{verb}_{object}"), vec![verb, described_by.clone()])
+            (format!("{verb}_{object}"), with_name(verb))
         }
-        0..=14 => (verb.clone(), vec![verb, described_by.clone()]),
+        0..=14 => (verb.clone(), with_name(verb)),
         // An opaque name: only the description says what it does.
         _ => loop {
             let name = format!("tool_{}", rng.below(1000));
             if !taken.contains(&name) {
-                break (name, vec![described_by.clone()]);
+                break (name, described.clone());
             }
         },
     };
@@ -219,7 +264,10 @@ fn invent(rng: &mut Rng, taken: &mut HashSet<String>) -> Invented {
         1 => format!(" or a {}", rng.pick(OBJECTS)),
         _ => String::new(),
     };
-    let description = format!("{} a {object}{tail}.", capitalized(&described_by));
+    let description = format!(
+        "{} a {object}{tail}.",
+        capitalized(&alternatives(&described))
+    );
     // Every string parameter is required but the last of two; the limit is optional.
     let required: Vec<&str> = if strings.len() == 2 && rng.chance(0.5) {
         vec![strings[0]]

@@ -189,7 +189,15 @@ pub fn train_planner_from(
     eval_progress: impl FnMut(&str, usize, usize),
 ) -> Result<Trained, PlannerError> {
     let train_pairs = pairs(&splits.train, &catalog, &spec.settings)?;
-    train_planner_on_pairs(train_pairs, splits, catalog, spec, init, progress, eval_progress)
+    train_planner_on_pairs(
+        train_pairs,
+        splits,
+        catalog,
+        spec,
+        init,
+        progress,
+        eval_progress,
+    )
 }
 
 /// Like [`train_planner_from`], from training pairs already rendered with [`pair`] (a large
