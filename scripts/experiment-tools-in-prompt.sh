@@ -7,7 +7,7 @@
 #   3. the held-out verb, given only its schema in the full catalog.
 #
 #   scripts/experiment-tools-in-prompt.sh [SEED] [N] [VERB] [-- TRAIN FLAGS]
-#   # defaults: 2 200000 wait -- --no-descriptions (~35 minutes, 14 GB of memory)
+#   # defaults: 2 200000 wait -- --no-descriptions (~35 minutes, 8 GB of memory)
 #   # `-- ` alone puts descriptions in the prompt (a line per tool; ~3x slower to train)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

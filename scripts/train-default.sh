@@ -4,7 +4,7 @@
 # write the planner directory that `plansmith` embeds (crates/plansmith-planner/default/).
 # Deterministic per seed.
 #
-#   scripts/train-default.sh [SEED]     # ~35 minutes on one thread; 14 GB of memory
+#   scripts/train-default.sh [SEED]     # ~35 minutes on one thread; 8 GB of memory
 #
 # Then rebuild (`cargo build --release`) so the binary embeds the new planner.
 set -euo pipefail
