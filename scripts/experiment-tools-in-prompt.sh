@@ -16,6 +16,9 @@ n="${2:-200000}"
 verb="${3:-wait}"
 shift $(($# < 3 ? $# : 3))
 if [ "${1:-}" = "--" ]; then shift; else set -- --no-descriptions; fi
+# Invented tools whose descriptions list alternative verbs, for a planner that reads them.
+alternatives=--novel-alternatives
+case " $* " in *" --no-descriptions "*) alternatives= ;; esac
 out="target/tools-in-prompt-$verb-$n-$seed"
 tools=examples/pace/tools.json
 cargo build --release -p plansmith
@@ -30,7 +33,7 @@ EOF
 "$bin" data pace --out "$out/data" --seed "$seed" --n "$n" --holdout-verb "$verb" --upper-train 0.15
 head -n 130000 "$out/data/train.jsonl" > "$out/train-130k.jsonl"
 "$bin" data augment --data "$out/train-130k.jsonl" --tools "$out/tools-train.json" \
-  --out "$out/train-aug.jsonl" --copies 1 --synthetic 25000 --novel 80000 --seed "$seed"
+  --out "$out/train-aug.jsonl" --copies 1 --synthetic 25000 --novel 80000 --seed "$seed" $alternatives
 cat "$out/train-aug.jsonl" "$out/data/train.jsonl" > "$out/train-mix.jsonl"
 head -n 3000 "$out/data/calibration.jsonl" > "$out/calibration-3k.jsonl"
 head -n 2000 "$out/data/test.jsonl" > "$out/test-2k.jsonl"

@@ -177,13 +177,18 @@ fn fresh_verb(rng: &mut Rng, taken: &mut HashSet<String>) -> String {
 
 /// The verbs a description lists: one (`Archive a note.`), or two or three alternatives
 /// (`Archive, shelve or put away a note.`), so a request may say any of them.
-fn described_verbs(rng: &mut Rng, verb: &str, taken: &mut HashSet<String>) -> Vec<String> {
+fn described_verbs(
+    rng: &mut Rng,
+    verb: &str,
+    taken: &mut HashSet<String>,
+    alternatives: bool,
+) -> Vec<String> {
     let mut verbs = vec![if rng.chance(0.4) {
         fresh_verb(rng, taken)
     } else {
         verb.to_string()
     }];
-    if rng.chance(0.5) {
+    if alternatives && rng.chance(0.5) {
         for _ in 0..1 + rng.below(2) {
             let v = if rng.chance(0.3) {
                 rng.pick(PHRASAL).to_string()
@@ -201,7 +206,7 @@ fn described_verbs(rng: &mut Rng, verb: &str, taken: &mut HashSet<String>) -> Ve
 }
 
 /// "a", "a or b", "a, b or c"
-fn alternatives(words: &[String]) -> String {
+fn either_of(words: &[String]) -> String {
     match words {
         [] => String::new(),
         [one] => one.clone(),
@@ -209,13 +214,20 @@ fn alternatives(words: &[String]) -> String {
     }
 }
 
-fn invent(rng: &mut Rng, taken: &mut HashSet<String>) -> Invented {
+fn invent(rng: &mut Rng, taken: &mut HashSet<String>, alternatives: bool) -> Invented {
     let verb = fresh_verb(rng, taken);
-    let described = described_verbs(rng, &verb, taken);
+    let described = described_verbs(rng, &verb, taken, alternatives);
     let object = *rng.pick(OBJECTS);
-    let with_name = |verb: String| {
-        let others = described.iter().filter(|d| **d != verb).cloned();
-        std::iter::once(verb.clone()).chain(others).collect::<Vec<_>>()
+    // (Without alternatives the list is [name's verb, description's verb], as the shipped
+    // default planner's data had it, so its recipe still regenerates the same traces.)
+    let with_name = |verb: String| match alternatives {
+        false => vec![verb, described[0].clone()],
+        true => {
+            let others = described.iter().filter(|d| **d != verb).cloned();
+            std::iter::once(verb.clone())
+                .chain(others)
+                .collect::<Vec<_>>()
+        }
     };
     let (name, verbs) = match rng.below(20) {
         0..=8 => (verb.clone(), with_name(verb)),
@@ -264,10 +276,7 @@ fn invent(rng: &mut Rng, taken: &mut HashSet<String>) -> Invented {
         1 => format!(" or a {}", rng.pick(OBJECTS)),
         _ => String::new(),
     };
-    let description = format!(
-        "{} a {object}{tail}.",
-        capitalized(&alternatives(&described))
-    );
+    let description = format!("{} a {object}{tail}.", capitalized(&either_of(&described)));
     // Every string parameter is required but the last of two; the limit is optional.
     let required: Vec<&str> = if strings.len() == 2 && rng.chance(0.5) {
         vec![strings[0]]
@@ -285,7 +294,7 @@ fn invent(rng: &mut Rng, taken: &mut HashSet<String>) -> Invented {
 /// An invented tool to sit in a catalog as a distractor: a real request must not call it
 /// just because it is new. `taken` holds the catalog's names (and receives the new verbs).
 pub(crate) fn invented_distractor(rng: &mut Rng, taken: &mut HashSet<String>) -> Tool {
-    let tool = invent(rng, taken).tool;
+    let tool = invent(rng, taken, false).tool;
     Catalog::from_value(&Value::Array(vec![tool]))
         .expect("invented tools import")
         .tools
@@ -356,6 +365,19 @@ pub fn novel_traces(
     home: &[Tool],
     pool: &[Tool],
 ) -> Result<Vec<Trace>, DataError> {
+    novel_traces_with(n, seed, home, pool, false)
+}
+
+/// [`novel_traces`], where with `alternatives` about half the descriptions list two or three
+/// verbs (`Archive, shelve or put away a note.`) and a request may say any of them: for
+/// planners that read descriptions (`train --tools-in-prompt` without `--no-descriptions`).
+pub fn novel_traces_with(
+    n: usize,
+    seed: u64,
+    home: &[Tool],
+    pool: &[Tool],
+    alternatives: bool,
+) -> Result<Vec<Trace>, DataError> {
     let mut rng = Rng::new(seed).fork(0x0A0E1);
     let mut seen = HashSet::new();
     let mut out = Vec::with_capacity(n);
@@ -369,7 +391,7 @@ pub fn novel_traces(
             )));
         }
         let mut taken: HashSet<String> = home.iter().chain(pool).map(|t| t.name.clone()).collect();
-        let target = invent(&mut rng, &mut taken);
+        let target = invent(&mut rng, &mut taken, alternatives);
         let mut tools = vec![target.tool.clone()];
         let openai = |t: &Tool| {
             json!({"type": "function", "function": {"name": t.name,
@@ -378,11 +400,11 @@ pub fn novel_traces(
         if !home.is_empty() && rng.chance(0.5) {
             tools.extend(home.iter().map(openai));
             if rng.chance(0.5) {
-                tools.push(invent(&mut rng, &mut taken).tool);
+                tools.push(invent(&mut rng, &mut taken, alternatives).tool);
             }
         } else {
             for _ in 0..1 + rng.below(3) {
-                tools.push(invent(&mut rng, &mut taken).tool);
+                tools.push(invent(&mut rng, &mut taken, alternatives).tool);
             }
             if !pool.is_empty() {
                 for _ in 0..rng.below(5) {

@@ -140,10 +140,10 @@ fn prompt_catalog_line_is_the_compact_line() {
 fn invented_tools_validate_need_the_catalog_and_avoid_the_held_out_verb() {
     let mut others = pace_catalog().tools;
     others.retain(|t| t.name != "wait");
-    let traces = plansmith_data::novel_traces(1500, 5, &others, &others).unwrap();
+    let traces = plansmith_data::novel_traces_with(1500, 5, &others, &others, true).unwrap();
     assert_eq!(traces.len(), 1500);
     assert_eq!(
-        plansmith_data::novel_traces(1500, 5, &others, &others).unwrap(),
+        plansmith_data::novel_traces_with(1500, 5, &others, &others, true).unwrap(),
         traces
     );
     assert_ne!(

@@ -51,6 +51,11 @@ pub enum DataCommand {
         /// never saw in training.
         #[arg(long, default_value_t = 0)]
         novel: usize,
+        /// With --novel: about half the invented tools' descriptions list two or three verbs
+        /// ("Archive, shelve or put away a note.") and requests say any of them; for planners
+        /// that read descriptions.
+        #[arg(long, requires = "novel")]
+        novel_alternatives: bool,
         /// Keep the original traces too.
         #[arg(long)]
         keep_original: bool,
@@ -139,6 +144,7 @@ pub fn run(command: DataCommand) -> anyhow::Result<Outcome> {
             copies,
             synthetic,
             novel,
+            novel_alternatives,
             keep_original,
             seed,
         } => {
@@ -152,8 +158,7 @@ pub fn run(command: DataCommand) -> anyhow::Result<Outcome> {
             // Each part goes to JSONL text as soon as it is made: a trace with its own catalog
             // is tens of KB parsed but ~3 KB as a line (the default recipe's 235k augmented
             // traces: 8 GB at peak instead of 11).
-            let (augmented, stats) =
-                plansmith_data::augment_traces(&traces, Some(&catalog), &cfg)?;
+            let (augmented, stats) = plansmith_data::augment_traces(&traces, Some(&catalog), &cfg)?;
             let mut written = augmented.len();
             let mut jsonl = plansmith_data::pace::traces_to_jsonl(&augmented);
             drop(augmented);
@@ -167,7 +172,13 @@ pub fn run(command: DataCommand) -> anyhow::Result<Outcome> {
                 for family in plansmith_data::families() {
                     pool.extend(family.catalog().tools);
                 }
-                let part = plansmith_data::novel_traces(novel, seed, &catalog.tools, &pool)?;
+                let part = plansmith_data::novel_traces_with(
+                    novel,
+                    seed,
+                    &catalog.tools,
+                    &pool,
+                    novel_alternatives,
+                )?;
                 written += part.len();
                 jsonl.push_str(&plansmith_data::pace::traces_to_jsonl(&part));
             }
