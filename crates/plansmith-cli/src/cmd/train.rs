@@ -117,12 +117,13 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
         for path in &args.data {
             traces.extend(read_traces(path)?);
         }
-        let mut splits = held_out_splits(&args)?;
-        if own_splits(&args) {
-            splits = split(traces, 0.1, 0.1, args.seed);
-        } else {
-            splits.train = traces;
-        }
+        let splits = match own_splits(&args) {
+            true => split(traces, 0.1, 0.1, args.seed),
+            false => Splits {
+                train: traces,
+                ..held_out_splits(&args)?
+            },
+        };
         return train_lora(&args, base, splits, catalog);
     }
     let pos = match args.pos.as_str() {
@@ -261,11 +262,12 @@ fn read_pairs(
     settings: &PlannerSettings,
 ) -> anyhow::Result<(Vec<(String, String)>, Splits)> {
     let mut held_out = held_out_splits(args)?;
+    let own = own_splits(args);
     let mut pairs = Vec::new();
     for path in &args.data {
         for (i, trace) in stream_traces(path)?.enumerate() {
             let trace = trace?;
-            let part = match own_splits(args) {
+            let part = match own {
                 true => part_of(&trace.request, 0.1, 0.1, args.seed),
                 false => Part::Train,
             };
