@@ -26,6 +26,11 @@ use crate::error::{LmError, Result};
 const SPECIALS: u32 = 2;
 
 /// Learned sub-word codec. Serialized as `{"chars": [...], "merges": [[a, b], ...]}`.
+/// The longest piece, in bytes. A run of thousands of one character in the training data would
+/// otherwise merge into a piece too long for the constraint engine's token trie (llguidance's
+/// toktrie asserts at 1,024 bytes); the shipped planners' longest piece is 17 bytes.
+pub const MAX_PIECE_BYTES: usize = 64;
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "PieceCodecRepr", into = "PieceCodecRepr")]
 pub struct PieceCodec {
@@ -148,11 +153,18 @@ impl PieceCodec {
         corpus.sort();
         let mut merges: Vec<[u32; 2]> = Vec::new();
         let mut next_id = SPECIALS + chars.len() as u32;
+        // Bytes per id, to keep pieces within MAX_PIECE_BYTES.
+        let mut piece_len: Vec<usize> = [0, 0]
+            .into_iter()
+            .chain(chars.iter().map(|c| c.len_utf8()))
+            .collect();
         while (next_id as usize) < max_vocab {
             let mut pairs: HashMap<(u32, u32), u64> = HashMap::new();
             for (ids, n) in &corpus {
                 for p in ids.windows(2) {
-                    *pairs.entry((p[0], p[1])).or_insert(0) += n;
+                    if piece_len[p[0] as usize] + piece_len[p[1] as usize] <= MAX_PIECE_BYTES {
+                        *pairs.entry((p[0], p[1])).or_insert(0) += n;
+                    }
                 }
             }
             let Some((&best, &count)) = pairs
@@ -168,6 +180,7 @@ impl PieceCodec {
                 merge_pair(ids, best, next_id);
             }
             merges.push([best.0, best.1]);
+            piece_len.push(piece_len[best.0 as usize] + piece_len[best.1 as usize]);
             next_id += 1;
         }
         Self::from_parts(chars, merges).expect("learned tables are consistent")
@@ -203,6 +216,12 @@ impl PieceCodec {
                 return Err(LmError::Codec(format!("merges[{i}] repeats [{a}, {b}]")));
             }
             let piece = format!("{}{}", itos[a as usize], itos[b as usize]);
+            if piece.len() > MAX_PIECE_BYTES {
+                return Err(LmError::Codec(format!(
+                    "merges[{i}] would make a piece of {} bytes (at most {MAX_PIECE_BYTES})",
+                    piece.len()
+                )));
+            }
             if piece.contains('\n') {
                 return Err(LmError::Codec(format!(
                     "merges[{i}] would make a piece containing '\\n'"
@@ -375,6 +394,28 @@ mod tests {
         let back: PieceCodec = serde_json::from_str(&json).unwrap();
         assert_eq!(back, a);
         assert_eq!(back.encode(CORPUS[1]), a.encode(CORPUS[1]));
+    }
+
+    #[test]
+    fn a_very_long_word_never_becomes_one_piece() {
+        // 30,000 x's, as a pasted blob in a request would bring: merges stop at the cap, and
+        // a table that goes past it is refused (the token trie cannot hold such a piece).
+        let long = "x".repeat(30_000);
+        let c = PieceCodec::learn([long.as_str(), long.as_str(), "\n"], 1024, 2);
+        let longest = (0..c.vocab_size() as u32)
+            .map(|id| c.token_bytes(id).len())
+            .max()
+            .unwrap();
+        assert_eq!(longest, MAX_PIECE_BYTES);
+        assert_eq!(c.decode(&c.encode(&long)), long);
+        let x = SPECIALS + 1;
+        let merges: Vec<[u32; 2]> = (0..7).map(|i| [x + i, x + i]).collect();
+        let err = PieceCodec::from_parts(vec!['\n', 'x'], merges).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("merges[6] would make a piece of 128 bytes"),
+            "{err}"
+        );
     }
 
     #[test]
