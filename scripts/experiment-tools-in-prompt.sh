@@ -9,6 +9,7 @@
 #   scripts/experiment-tools-in-prompt.sh [SEED] [N] [VERB] [-- TRAIN FLAGS]
 #   # defaults: 2 200000 wait -- --no-descriptions (~35 minutes, 8 GB of memory)
 #   # `-- ` alone puts descriptions in the prompt (a line per tool; ~3x slower to train)
+#   SWAPPED=40000 scripts/experiment-tools-in-prompt.sh   # adds `data augment --swapped 40000`
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seed="${1:-2}"
@@ -19,7 +20,9 @@ if [ "${1:-}" = "--" ]; then shift; else set -- --no-descriptions; fi
 # Invented tools whose descriptions list alternative verbs, for a planner that reads them.
 alternatives=--novel-alternatives
 case " $* " in *" --no-descriptions "*) alternatives= ;; esac
+swapped="${SWAPPED:-0}"
 out="target/tools-in-prompt-$verb-$n-$seed"
+[ "$swapped" = 0 ] || out="$out-swapped-$swapped"
 tools=examples/pace/tools.json
 cargo build --release -p plansmith
 bin="${CARGO_TARGET_DIR:-target}/release/plansmith"
@@ -33,7 +36,7 @@ EOF
 "$bin" data pace --out "$out/data" --seed "$seed" --n "$n" --holdout-verb "$verb" --upper-train 0.15
 head -n 130000 "$out/data/train.jsonl" > "$out/train-130k.jsonl"
 "$bin" data augment --data "$out/train-130k.jsonl" --tools "$out/tools-train.json" \
-  --out "$out/train-aug.jsonl" --copies 1 --synthetic 25000 --novel 80000 --seed "$seed" $alternatives
+  --out "$out/train-aug.jsonl" --copies 1 --synthetic 25000 --novel 80000 --seed "$seed" --swapped "$swapped" $alternatives
 cat "$out/train-aug.jsonl" "$out/data/train.jsonl" > "$out/train-mix.jsonl"
 head -n 3000 "$out/data/calibration.jsonl" > "$out/calibration-3k.jsonl"
 head -n 2000 "$out/data/test.jsonl" > "$out/test-2k.jsonl"

@@ -5,7 +5,8 @@
 //! - [`legacy`]: v6 executor tags (`[CLICK:Save]`) for old clients.
 //! - [`augment`]: tools-in-prompt augmentation (renaming, shuffling, distractors, removed
 //!   tools), [`families`] of synthetic tools beyond Pace, and [`novel`] tools invented per
-//!   request (what teaches a planner to call a tool it never saw).
+//!   request (what teaches a planner to call a tool it never saw), and Pace requests whose verb
+//!   was [`swapped`] for a new tool's name.
 //! - [`import`]: xLAM, OpenAI chat fine-tuning and BFCL importers; OpenAI and TRL exporters.
 //!
 //! Everything is deterministic per seed ([`rng::Rng`], no global state).
@@ -18,6 +19,7 @@ pub mod legacy;
 pub mod novel;
 pub mod pace;
 pub mod rng;
+pub mod swapped;
 
 use std::path::Path;
 
@@ -34,6 +36,7 @@ pub use novel::{novel_traces, novel_traces_with};
 pub use pace::{
     generate_pace, pace_catalog, run_pace, write_pace, PaceConfig, PaceData, PaceStats,
 };
+pub use swapped::swapped_verb_traces;
 
 /// Errors of this crate; each names what and where.
 #[derive(Debug, thiserror::Error)]

@@ -161,7 +161,7 @@ fn pseudo_word(rng: &mut Rng) -> String {
 }
 
 /// A verb not yet in the catalog: a real one, or (30%) a made-up one.
-fn fresh_verb(rng: &mut Rng, taken: &mut HashSet<String>) -> String {
+pub(crate) fn fresh_verb(rng: &mut Rng, taken: &mut HashSet<String>) -> String {
     loop {
         let v = if rng.chance(0.3) {
             pseudo_word(rng)

@@ -56,6 +56,12 @@ pub enum DataCommand {
         /// that read descriptions.
         #[arg(long, requires = "novel")]
         novel_alternatives: bool,
+        /// Pace-shaped requests whose verb is new ("blicket the volume to 40") calling a tool
+        /// named after it that stands in for the `--tools` tool (`blicket(target, value)`
+        /// for `set`): teaches a planner to match the request's verb to a tool's name rather
+        /// than map Pace-shaped requests to Pace's tools.
+        #[arg(long, default_value_t = 0)]
+        swapped: usize,
         /// Keep the original traces too.
         #[arg(long)]
         keep_original: bool,
@@ -145,6 +151,7 @@ pub fn run(command: DataCommand) -> anyhow::Result<Outcome> {
             synthetic,
             novel,
             novel_alternatives,
+            swapped,
             keep_original,
             seed,
         } => {
@@ -179,6 +186,11 @@ pub fn run(command: DataCommand) -> anyhow::Result<Outcome> {
                     &pool,
                     novel_alternatives,
                 )?;
+                written += part.len();
+                jsonl.push_str(&plansmith_data::pace::traces_to_jsonl(&part));
+            }
+            if swapped > 0 {
+                let part = plansmith_data::swapped_verb_traces(swapped, seed, &catalog)?;
                 written += part.len();
                 jsonl.push_str(&plansmith_data::pace::traces_to_jsonl(&part));
             }

@@ -228,7 +228,7 @@ pub fn generate_pace(cfg: &PaceConfig) -> Result<PaceData, DataError> {
 }
 
 /// `request` has `word` as a whole word, in any case.
-fn says_word(request: &str, word: &str) -> bool {
+pub(crate) fn says_word(request: &str, word: &str) -> bool {
     request
         .split(|c: char| !c.is_alphanumeric() && c != '_')
         .any(|w| w.eq_ignore_ascii_case(word))
