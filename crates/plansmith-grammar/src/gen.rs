@@ -39,6 +39,8 @@ use crate::regex::{self as rx, lit, repeat, JSON_CHAR};
 pub const DSL_ARRAY_CAP: usize = 16;
 
 const DSL_SAFE: &str = "[^()|=;\\n]";
+/// A [`DSL_SAFE`] character that is not whitespace: the first and last of a copied value.
+const DSL_SAFE_NON_SPACE: &str = "[^()|=;\\s]";
 
 /// OpenAI-style `tool_choice`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
@@ -188,7 +190,13 @@ impl HoleCheck {
     fn satisfiable(&self, chunks: &[&str]) -> bool {
         match self {
             HoleCheck::Str { dsl, min, max } => {
+                // A value neither starts nor ends with whitespace; chunks are all-whitespace or
+                // none (`chunks`), so only whole chunks need checking.
+                let blank = |c: &str| c.chars().all(char::is_whitespace);
                 for i in 0..chunks.len() {
+                    if blank(chunks[i]) {
+                        continue;
+                    }
                     let mut len = 0;
                     for c in &chunks[i..] {
                         if *dsl && c.contains(plansmith_core::syntax::DSL_FORBIDDEN) {
@@ -198,7 +206,7 @@ impl HoleCheck {
                         if max.is_some_and(|m| len > m) {
                             break;
                         }
-                        if len >= *min {
+                        if len >= *min && !blank(c) {
                             return true;
                         }
                     }
@@ -1177,8 +1185,8 @@ impl<'a> Gen<'a> {
                     max,
                 };
                 let conj = match self.surface {
-                    Surface::Dsl => format!("{DSL_SAFE}{}", repeat(min, max)),
-                    Surface::Json => format!("{JSON_CHAR}{}", repeat(min, max)),
+                    Surface::Dsl => rx::edged_repeat(DSL_SAFE, DSL_SAFE_NON_SPACE, min, max),
+                    Surface::Json => rx::edged_repeat(JSON_CHAR, rx::JSON_NON_SPACE, min, max),
                 };
                 (conj, check)
             }

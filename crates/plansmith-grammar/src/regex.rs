@@ -271,6 +271,27 @@ pub fn json_escape_body(s: &str) -> String {
 /// One JSON string character unit: a plain character or an escape (no lone surrogates).
 pub const JSON_CHAR: &str = "(?:[^\"\\\\\\x00-\\x1F]|\\\\[\"\\\\\\x2Fbfnrt]|\\\\u(?:[0-9a-cA-Ce-fE-F][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}))";
 
+/// A [`JSON_CHAR`] that is not whitespace, neither raw nor an escape (`\n`, `\t`, `\r`).
+pub const JSON_NON_SPACE: &str = "(?:[^\"\\\\\\x00-\\x1F\\s]|\\\\[\"\\\\\\x2Fbf]|\\\\u(?:[0-9a-cA-Ce-fE-F][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}))";
+
+/// `min..=max` units of `unit` whose first and last are `edge` units: a copied value with no
+/// leading or trailing whitespace ("the update " is never what a user meant). Matches nothing
+/// when `min > max`.
+pub fn edged_repeat(unit: &str, edge: &str, min: usize, max: Option<usize>) -> String {
+    let mut alternatives = Vec::new();
+    if min <= 1 && max.is_none_or(|m| m >= 1) {
+        alternatives.push(edge.to_string());
+    }
+    if max.is_none_or(|m| m >= 2.max(min)) {
+        let inner = repeat(min.saturating_sub(2), max.map(|m| m - 2));
+        alternatives.push(format!("{edge}{unit}{inner}{edge}"));
+    }
+    if alternatives.is_empty() {
+        return "[^\\s\\S]".into();
+    }
+    format!("(?:{})", alternatives.join("|"))
+}
+
 /// `{min,max}` repetition text (`*`, `+` or a range).
 pub fn repeat(min: usize, max: Option<usize>) -> String {
     match (min, max) {

@@ -152,6 +152,59 @@ fn copy_drift_is_unrepresentable() {
 }
 
 #[test]
+fn copied_values_never_start_or_end_with_whitespace() {
+    // "the update " was a value the constraint allowed: a span ending in the request's space.
+    let env = char_env();
+    let engine = Engine::new(env.clone()).unwrap();
+    let req = Request::new("notify kim  about the update  now");
+    for policy in [
+        Policy::copy_free_strings(),
+        Policy {
+            copy: CopyRule::FreeStrings,
+            copy_unit: CopyUnit::Chars,
+        },
+    ] {
+        let opts = dsl(policy);
+        let mut c = engine.constraint(&orders("string"), &opts, &req).unwrap();
+        assert_eq!(
+            walk(&mut c, &env, "notify(user=the update )").unwrap().0,
+            ')'
+        );
+        let mut c = engine.constraint(&orders("string"), &opts, &req).unwrap();
+        assert_eq!(walk(&mut c, &env, "notify(user= ").unwrap().0, ' ');
+        let mut c = engine.constraint(&orders("string"), &opts, &req).unwrap();
+        assert!(walk(&mut c, &env, "notify(user=kim  about the update)\n").is_none());
+        assert!(c.is_accepting());
+    }
+    let envelope = Options {
+        syntax: Syntax::Envelope,
+        policy: Policy::copy_free_strings(),
+        tool_choice: ToolChoice::Auto,
+        max_calls: 1,
+    };
+    let mut c = engine
+        .constraint(&orders("string"), &envelope, &req)
+        .unwrap();
+    let (rejected, _) = walk(
+        &mut c,
+        &env,
+        r#"{"verb": "notify", "args": {"user": "kim ""#,
+    )
+    .unwrap();
+    assert_eq!(rejected, '"');
+    // A request whose only words are too short for the value still gets no blank value.
+    let spaces = Request::new("   ");
+    let mut c = engine
+        .constraint(
+            &orders("string"),
+            &dsl(Policy::copy_free_strings()),
+            &spaces,
+        )
+        .unwrap();
+    assert!(walk(&mut c, &env, "notify(user= )").is_some());
+}
+
+#[test]
 fn unknown_tools_and_args_are_unreachable() {
     let env = char_env();
     let engine = Engine::new(env.clone()).unwrap();
