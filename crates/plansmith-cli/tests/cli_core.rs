@@ -140,6 +140,8 @@ fn train_reads_traces_as_it_goes() {
         "1",
         "--novel",
         "50",
+        "--swapped",
+        "30",
         "--seed",
         "3",
     ]);
