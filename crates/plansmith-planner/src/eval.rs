@@ -116,13 +116,17 @@ pub fn evaluate(
     let mode = planner.settings.confidence;
     let floor = planner.settings.conf_floor;
     let m = gate_metrics(&scored(&judged, mode), floor);
-    let by_mode = [ConfidenceMode::AllTokens, ConfidenceMode::ChosenTokens]
-        .into_iter()
-        .map(|mode| {
-            let s = scored(&judged, mode);
-            (mode, gate_metrics(&s, crate::calibrate::fit_floor(&s, 1.0)))
-        })
-        .collect();
+    let by_mode = [
+        ConfidenceMode::AllTokens,
+        ConfidenceMode::ChosenTokens,
+        ConfidenceMode::WeakestToken,
+    ]
+    .into_iter()
+    .map(|mode| {
+        let s = scored(&judged, mode);
+        (mode, gate_metrics(&s, crate::calibrate::fit_floor(&s, 1.0)))
+    })
+    .collect();
     let free = if with_free {
         let mut sampler = Sampler::greedy();
         let (mut ok, mut valid) = (0usize, 0usize);

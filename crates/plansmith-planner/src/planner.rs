@@ -27,6 +27,9 @@ pub enum ConfidenceMode {
     /// Only the tokens the model chose among several allowed ones.
     #[default]
     ChosenTokens,
+    /// The least likely reply token, forced ones included: one doubtful choice (a wrong entity
+    /// type in an otherwise certain plan) is not averaged away by the certain ones.
+    WeakestToken,
 }
 
 /// Settings that shape decoding and gating (persisted in `planner.json`).
@@ -133,6 +136,8 @@ pub struct Decoded {
     pub dead: Option<String>,
     pub conf_all: f32,
     pub conf_chosen: f32,
+    /// The lowest log-prob of any reply token (0 for an empty reply).
+    pub conf_weakest: f32,
     pub forced_tokens: usize,
     pub chosen_tokens: usize,
     /// The reply hit the token budget and was steered to close early: valid, but not what
@@ -149,6 +154,7 @@ impl Decoded {
         match mode {
             ConfidenceMode::AllTokens => self.conf_all,
             ConfidenceMode::ChosenTokens => self.conf_chosen,
+            ConfidenceMode::WeakestToken => self.conf_weakest,
         }
     }
 }
@@ -400,6 +406,7 @@ impl Planner {
             Started::Overflow(reason) => return Ok(dead_end(reason)),
         };
         let (mut sum_all, mut n_all, mut sum_chosen, mut n_chosen) = (0f64, 0usize, 0f64, 0usize);
+        let mut weakest = 0f32;
         let max_new = self.lm.max_new_tokens();
         let mut truncated = false;
         let mut out_ids: Vec<u32> = Vec::new();
@@ -433,7 +440,9 @@ impl Planner {
                 let rows = state.feed(&forced)?;
                 let mut prev = std::mem::take(&mut logits);
                 for (i, &t) in forced.iter().enumerate() {
-                    sum_all += log_prob(&prev, t) as f64;
+                    let lp = log_prob(&prev, t);
+                    sum_all += lp as f64;
+                    weakest = weakest.min(lp);
                     n_all += 1;
                     prev = rows[i].clone();
                 }
@@ -472,7 +481,9 @@ impl Planner {
             if tok == self.eos {
                 break;
             }
-            let lp = log_prob(&logits, tok) as f64;
+            let lp32 = log_prob(&logits, tok);
+            weakest = weakest.min(lp32);
+            let lp = lp32 as f64;
             sum_all += lp;
             n_all += 1;
             sum_chosen += lp;
@@ -502,6 +513,7 @@ impl Planner {
         decoded.truncated = truncated;
         decoded.conf_all = mean(sum_all, n_all);
         decoded.conf_chosen = mean(sum_chosen, n_chosen);
+        decoded.conf_weakest = if n_all == 0 { 0.0 } else { weakest };
         decoded.forced_tokens = n_all - n_chosen;
         decoded.chosen_tokens = n_chosen;
         Ok(decoded)
@@ -535,6 +547,7 @@ impl Planner {
             dead: None,
             conf_all: 0.0,
             conf_chosen: 0.0,
+            conf_weakest: 0.0,
             forced_tokens: 0,
             chosen_tokens: 0,
             truncated: false,
@@ -563,11 +576,13 @@ impl Planner {
             Started::Ready { state, logits, .. } => (state, logits),
             Started::Overflow(reason) => return Ok(dead_end(reason)),
         };
-        let (mut sum, mut n) = (0f64, 0usize);
+        let (mut sum, mut n, mut weakest) = (0f64, 0usize, 0f32);
         let mut out = Vec::new();
         while state.room() > 0 && out.len() < self.lm.max_new_tokens() {
             let tok = sampler.sample(&logits);
-            sum += log_prob(&logits, tok) as f64;
+            let lp = log_prob(&logits, tok);
+            sum += lp as f64;
+            weakest = weakest.min(lp);
             n += 1;
             out.push(tok);
             if self.lm.free_stop(tok) {
@@ -584,6 +599,7 @@ impl Planner {
         let conf = if n == 0 { 0.0 } else { (sum / n as f64) as f32 };
         d.conf_all = conf;
         d.conf_chosen = conf;
+        d.conf_weakest = weakest;
         d.chosen_tokens = n;
         Ok(d)
     }
@@ -804,6 +820,7 @@ fn dead_end(reason: String) -> Decoded {
         dead: Some(reason),
         conf_all: f32::NEG_INFINITY,
         conf_chosen: f32::NEG_INFINITY,
+        conf_weakest: f32::NEG_INFINITY,
         forced_tokens: 0,
         chosen_tokens: 0,
         truncated: false,

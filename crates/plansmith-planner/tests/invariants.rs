@@ -128,6 +128,10 @@ fn save_load_plans_identically() {
             .unwrap();
         assert_eq!(a.text, b.text);
         assert_eq!(a.conf_all.to_bits(), b.conf_all.to_bits());
+        assert_eq!(a.conf_weakest.to_bits(), b.conf_weakest.to_bits());
+        // The weakest token bounds the mean from below: a plan is never more certain
+        // than its least certain token.
+        assert!(a.conf_weakest <= a.conf_all && a.conf_all <= 0.0, "{a:?}");
     }
 }
 

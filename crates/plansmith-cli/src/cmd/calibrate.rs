@@ -22,7 +22,8 @@ pub struct CalibrateArgs {
     #[arg(long)]
     test: Option<PathBuf>,
     /// Confidence over the tokens the model chose (`chosen`) or every reply token, forced
-    /// ones included (`all`, mixle's choice). Default: keep the planner's.
+    /// ones included (`all`, mixle's choice), or the lowest reply token's log-prob
+    /// (`weakest`). Default: keep the planner's.
     #[arg(long)]
     confidence: Option<String>,
     /// Precision the floor must reach on calibration (1.0 = no wrong plan accepted).
@@ -41,7 +42,10 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<Outcome> {
         None => {}
         Some("chosen") => planner.settings.confidence = ConfidenceMode::ChosenTokens,
         Some("all") => planner.settings.confidence = ConfidenceMode::AllTokens,
-        Some(other) => anyhow::bail!("unknown --confidence `{other}` (expected chosen or all)"),
+        Some("weakest") => planner.settings.confidence = ConfidenceMode::WeakestToken,
+        Some(other) => {
+            anyhow::bail!("unknown --confidence `{other}` (expected chosen, all or weakest)")
+        }
     }
     let splits = Splits {
         train: Vec::new(),

@@ -71,7 +71,8 @@ pub struct TrainArgs {
     /// Precision the floor must reach on calibration (1.0 = no wrong plan accepted).
     #[arg(long, default_value_t = 1.0)]
     target_precision: f64,
-    /// Confidence counts only tokens the model chose (chosen) or forced ones too (all).
+    /// Confidence is the mean log-prob of the tokens the model chose (chosen), of every reply
+    /// token (all), or the lowest one (weakest: one doubtful token is not averaged away).
     #[arg(long, default_value = "chosen")]
     confidence: String,
     /// Continue training from this planner's weights and codec (e.g. after harvesting).
@@ -134,7 +135,8 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
     let confidence = match args.confidence.as_str() {
         "chosen" => ConfidenceMode::ChosenTokens,
         "all" => ConfidenceMode::AllTokens,
-        other => anyhow::bail!("unknown --confidence `{other}` (expected chosen or all)"),
+        "weakest" => ConfidenceMode::WeakestToken,
+        other => anyhow::bail!("unknown --confidence `{other}` (expected chosen, all or weakest)"),
     };
     let codec = match args.codec.as_str() {
         "piece" => CodecChoice::Piece { vocab: args.vocab },
