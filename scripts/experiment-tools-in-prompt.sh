@@ -10,6 +10,7 @@
 #   # defaults: 2 200000 wait -- --no-descriptions (~35 minutes, 8 GB of memory)
 #   # `-- ` alone puts descriptions in the prompt (a line per tool; ~3x slower to train)
 #   SWAPPED=40000 scripts/experiment-tools-in-prompt.sh   # adds `data augment --swapped 40000`
+#   WIDE=1 scripts/experiment-tools-in-prompt.sh          # adds `--novel-wide-spelling`
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seed="${1:-2}"
@@ -23,6 +24,7 @@ case " $* " in *" --no-descriptions "*) alternatives= ;; esac
 swapped="${SWAPPED:-0}"
 out="target/tools-in-prompt-$verb-$n-$seed"
 [ "$swapped" = 0 ] || out="$out-swapped-$swapped"
+[ -z "${WIDE:-}" ] || { out="$out-wide"; alternatives="$alternatives --novel-wide-spelling"; }
 tools=examples/pace/tools.json
 cargo build --release -p plansmith
 bin="${CARGO_TARGET_DIR:-target}/release/plansmith"

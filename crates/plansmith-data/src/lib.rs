@@ -32,7 +32,7 @@ pub use import::{
     ImportFormat, Imported, LineError,
 };
 pub use legacy::{legacy_tag, legacy_tags, LegacyTagError};
-pub use novel::{novel_traces, novel_traces_with};
+pub use novel::{novel_traces, novel_traces_with, NovelOptions};
 pub use pace::{
     generate_pace, pace_catalog, run_pace, write_pace, PaceConfig, PaceData, PaceStats,
 };

@@ -150,21 +150,50 @@ const ONSETS: &[&str] = &[
 const NUCLEI: &[&str] = &["a", "e", "i", "o", "u", "ee", "oo", "ai", "ou"];
 const CODAS: &[&str] = &["", "", "", "n", "k", "t", "m", "sh", "x", "ck"];
 
-fn pseudo_word(rng: &mut Rng) -> String {
+/// More onsets and codas for [`NovelOptions::wide_spelling`]: with only the ones above, no
+/// made-up verb starts with `w`, `h`, `c`, `j` or `y`, so a new tool named `wait` begins with
+/// a piece (`wa`) no training tool name began with, and a planner does not copy it (README,
+/// "Held-out verb").
+#[rustfmt::skip]
+const WIDE_ONSETS: &[&str] = &[
+    "c", "h", "j", "w", "y", "ch", "sh", "th", "wh", "fl", "fr", "cr", "dr", "pr", "sp", "sw",
+    "sn", "gl", "br", "kl", "qu", "",
+];
+const WIDE_CODAS: &[&str] = &["t", "p", "l", "r", "s", "st", "nt", "rk", "ld", "ng", "ss"];
+
+fn pseudo_word(rng: &mut Rng, wide: bool) -> String {
     let mut w = String::new();
-    for _ in 0..2 + rng.below(2) {
-        w.push_str(rng.pick::<&str>(ONSETS));
+    if !wide {
+        for _ in 0..2 + rng.below(2) {
+            w.push_str(rng.pick::<&str>(ONSETS));
+            w.push_str(rng.pick::<&str>(NUCLEI));
+        }
+        w.push_str(rng.pick::<&str>(CODAS));
+        return w;
+    }
+    let onsets: Vec<&str> = ONSETS.iter().chain(WIDE_ONSETS).copied().collect();
+    let codas: Vec<&str> = CODAS.iter().chain(WIDE_CODAS).copied().collect();
+    // One syllable too (`wait`-sized words), with a coda so it is not a bare `ba`.
+    let syllables = 1 + rng.below(3);
+    for _ in 0..syllables {
+        w.push_str(rng.pick::<&str>(&onsets));
         w.push_str(rng.pick::<&str>(NUCLEI));
     }
-    w.push_str(rng.pick::<&str>(CODAS));
+    let coda = loop {
+        let c = *rng.pick::<&str>(&codas);
+        if syllables > 1 || !c.is_empty() {
+            break c;
+        }
+    };
+    w.push_str(coda);
     w
 }
 
 /// A verb not yet in the catalog: a real one, or (30%) a made-up one.
-pub(crate) fn fresh_verb(rng: &mut Rng, taken: &mut HashSet<String>) -> String {
+pub(crate) fn fresh_verb(rng: &mut Rng, taken: &mut HashSet<String>, wide: bool) -> String {
     loop {
         let v = if rng.chance(0.3) {
-            pseudo_word(rng)
+            pseudo_word(rng, wide)
         } else {
             rng.pick(VERBS).to_string()
         };
@@ -181,19 +210,19 @@ fn described_verbs(
     rng: &mut Rng,
     verb: &str,
     taken: &mut HashSet<String>,
-    alternatives: bool,
+    opts: NovelOptions,
 ) -> Vec<String> {
     let mut verbs = vec![if rng.chance(0.4) {
-        fresh_verb(rng, taken)
+        fresh_verb(rng, taken, opts.wide_spelling)
     } else {
         verb.to_string()
     }];
-    if alternatives && rng.chance(0.5) {
+    if opts.alternatives && rng.chance(0.5) {
         for _ in 0..1 + rng.below(2) {
             let v = if rng.chance(0.3) {
                 rng.pick(PHRASAL).to_string()
             } else {
-                fresh_verb(rng, taken)
+                fresh_verb(rng, taken, opts.wide_spelling)
             };
             if !verbs.contains(&v) {
                 verbs.push(v);
@@ -214,9 +243,10 @@ fn either_of(words: &[String]) -> String {
     }
 }
 
-fn invent(rng: &mut Rng, taken: &mut HashSet<String>, alternatives: bool) -> Invented {
-    let verb = fresh_verb(rng, taken);
-    let described = described_verbs(rng, &verb, taken, alternatives);
+fn invent(rng: &mut Rng, taken: &mut HashSet<String>, opts: NovelOptions) -> Invented {
+    let alternatives = opts.alternatives;
+    let verb = fresh_verb(rng, taken, opts.wide_spelling);
+    let described = described_verbs(rng, &verb, taken, opts);
     let object = *rng.pick(OBJECTS);
     // (Without alternatives the list is [name's verb, description's verb], as the shipped
     // default planner's data had it, so its recipe still regenerates the same traces.)
@@ -294,7 +324,7 @@ fn invent(rng: &mut Rng, taken: &mut HashSet<String>, alternatives: bool) -> Inv
 /// An invented tool to sit in a catalog as a distractor: a real request must not call it
 /// just because it is new. `taken` holds the catalog's names (and receives the new verbs).
 pub(crate) fn invented_distractor(rng: &mut Rng, taken: &mut HashSet<String>) -> Tool {
-    let tool = invent(rng, taken, false).tool;
+    let tool = invent(rng, taken, NovelOptions::default()).tool;
     Catalog::from_value(&Value::Array(vec![tool]))
         .expect("invented tools import")
         .tools
@@ -365,18 +395,29 @@ pub fn novel_traces(
     home: &[Tool],
     pool: &[Tool],
 ) -> Result<Vec<Trace>, DataError> {
-    novel_traces_with(n, seed, home, pool, false)
+    novel_traces_with(n, seed, home, pool, NovelOptions::default())
 }
 
-/// [`novel_traces`], where with `alternatives` about half the descriptions list two or three
-/// verbs (`Archive, shelve or put away a note.`) and a request may say any of them: for
-/// planners that read descriptions (`train --tools-in-prompt` without `--no-descriptions`).
+/// How [`novel_traces_with`] invents tools. The default is what the shipped default planner's
+/// data used, so its recipe regenerates the same traces.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NovelOptions {
+    /// About half the descriptions list two or three verbs (`Archive, shelve or put away a
+    /// note.`) and a request may say any of them: for planners that read descriptions
+    /// (`train --tools-in-prompt` without `--no-descriptions`).
+    pub alternatives: bool,
+    /// Made-up verbs use more onsets and codas (`whaist`, `chu`), so their names begin with
+    /// more of the pieces a real new tool's name may begin with.
+    pub wide_spelling: bool,
+}
+
+/// [`novel_traces`] with [`NovelOptions`].
 pub fn novel_traces_with(
     n: usize,
     seed: u64,
     home: &[Tool],
     pool: &[Tool],
-    alternatives: bool,
+    opts: NovelOptions,
 ) -> Result<Vec<Trace>, DataError> {
     let mut rng = Rng::new(seed).fork(0x0A0E1);
     let mut seen = HashSet::new();
@@ -391,7 +432,7 @@ pub fn novel_traces_with(
             )));
         }
         let mut taken: HashSet<String> = home.iter().chain(pool).map(|t| t.name.clone()).collect();
-        let target = invent(&mut rng, &mut taken, alternatives);
+        let target = invent(&mut rng, &mut taken, opts);
         let mut tools = vec![target.tool.clone()];
         let openai = |t: &Tool| {
             json!({"type": "function", "function": {"name": t.name,
@@ -400,11 +441,11 @@ pub fn novel_traces_with(
         if !home.is_empty() && rng.chance(0.5) {
             tools.extend(home.iter().map(openai));
             if rng.chance(0.5) {
-                tools.push(invent(&mut rng, &mut taken, alternatives).tool);
+                tools.push(invent(&mut rng, &mut taken, opts).tool);
             }
         } else {
             for _ in 0..1 + rng.below(3) {
-                tools.push(invent(&mut rng, &mut taken, alternatives).tool);
+                tools.push(invent(&mut rng, &mut taken, opts).tool);
             }
             if !pool.is_empty() {
                 for _ in 0..rng.below(5) {

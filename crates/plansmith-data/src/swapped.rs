@@ -115,7 +115,7 @@ pub fn swapped_verb_traces(
             continue;
         }
         let mut taken: HashSet<String> = catalog.tools.iter().map(|t| t.name.clone()).collect();
-        let verb = fresh_verb(&mut rng, &mut taken);
+        let verb = fresh_verb(&mut rng, &mut taken, true);
         let Some(tpl) = swap_leading_verb(&draft.tpl, &verb) else {
             continue;
         };

@@ -140,10 +140,14 @@ fn prompt_catalog_line_is_the_compact_line() {
 fn invented_tools_validate_need_the_catalog_and_avoid_the_held_out_verb() {
     let mut others = pace_catalog().tools;
     others.retain(|t| t.name != "wait");
-    let traces = plansmith_data::novel_traces_with(1500, 5, &others, &others, true).unwrap();
+    let opts = plansmith_data::NovelOptions {
+        alternatives: true,
+        wide_spelling: true,
+    };
+    let traces = plansmith_data::novel_traces_with(1500, 5, &others, &others, opts).unwrap();
     assert_eq!(traces.len(), 1500);
     assert_eq!(
-        plansmith_data::novel_traces_with(1500, 5, &others, &others, true).unwrap(),
+        plansmith_data::novel_traces_with(1500, 5, &others, &others, opts).unwrap(),
         traces
     );
     assert_ne!(
@@ -151,6 +155,7 @@ fn invented_tools_validate_need_the_catalog_and_avoid_the_held_out_verb() {
         traces[..50]
     );
     let (mut with_limit, mut multi_verb, mut said_second, mut two_words) = (0, 0, 0, 0);
+    let mut initials = std::collections::BTreeSet::new();
     for t in &traces {
         check(t);
         let catalog = Catalog::from_value(t.tools.as_ref().unwrap()).unwrap();
@@ -173,6 +178,7 @@ fn invented_tools_validate_need_the_catalog_and_avoid_the_held_out_verb() {
         // ("Archive, shelve or put away a note.").
         let request = t.request.to_lowercase();
         let name_verb = called.name.split('_').next().unwrap().to_string();
+        initials.extend(name_verb.chars().next());
         let listed = called.description.to_lowercase();
         let listed = listed.split(" a ").next().unwrap();
         let listed: Vec<&str> = listed
@@ -212,4 +218,8 @@ fn invented_tools_validate_need_the_catalog_and_avoid_the_held_out_verb() {
     assert!((500..1000).contains(&multi_verb), "{multi_verb}");
     assert!(said_second > 150, "{said_second}");
     assert!(two_words > 50, "{two_words}");
+    // Wide spelling: names begin with nearly every letter (`w`, `h`, `y` included).
+    for c in ['w', 'h', 'y', 'j', 'c'] {
+        assert!(initials.contains(&c), "{initials:?}");
+    }
 }

@@ -56,6 +56,11 @@ pub enum DataCommand {
         /// that read descriptions.
         #[arg(long, requires = "novel")]
         novel_alternatives: bool,
+        /// With --novel: made-up verbs use every common English onset and coda (`whaist`,
+        /// `chu`), so invented names begin with as many different pieces as real new tools'
+        /// names do. Off by default: the shipped default planner's data was made without it.
+        #[arg(long, requires = "novel")]
+        novel_wide_spelling: bool,
         /// Pace-shaped requests whose verb is new ("blicket the volume to 40") calling a tool
         /// named after it that stands in for the `--tools` tool (`blicket(target, value)`
         /// for `set`): teaches a planner to match the request's verb to a tool's name rather
@@ -151,6 +156,7 @@ pub fn run(command: DataCommand) -> anyhow::Result<Outcome> {
             synthetic,
             novel,
             novel_alternatives,
+            novel_wide_spelling,
             swapped,
             keep_original,
             seed,
@@ -184,7 +190,10 @@ pub fn run(command: DataCommand) -> anyhow::Result<Outcome> {
                     seed,
                     &catalog.tools,
                     &pool,
-                    novel_alternatives,
+                    plansmith_data::NovelOptions {
+                        alternatives: novel_alternatives,
+                        wide_spelling: novel_wide_spelling,
+                    },
                 )?;
                 written += part.len();
                 jsonl.push_str(&plansmith_data::pace::traces_to_jsonl(&part));
