@@ -55,7 +55,9 @@ pub fn train_tiny(floor: f32) -> Planner {
             d_model: 32,
             n_layer: 1,
             n_head: 2,
-            block: 256,
+            // Room for four calls whose values are whole request phrases: this toy model
+            // repeats its call up to the limit.
+            block: 512,
             ..TinyGptConfig::default()
         },
         // mixle's character codec: these toy-domain invariants were set on it.
