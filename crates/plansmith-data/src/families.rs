@@ -1274,6 +1274,24 @@ pub fn synthetic_traces(n: usize, seed: u64) -> Result<Vec<Trace>, DataError> {
 
 /// A synthetic trace carrying its own catalog, once its plan (typed from the schema, as after
 /// DSL parsing) survives the DSL round trip and copy-fidelity validation; else a bug, named.
+/// [`checked_trace`] for a request with its own catalog, given as OpenAI tool values.
+pub(crate) fn trace_with_tools(
+    tools: Vec<serde_json::Value>,
+    calls: Vec<plansmith_core::Call>,
+    request: String,
+    what: &str,
+) -> Result<Trace, DataError> {
+    let catalog = Catalog::from_value(&serde_json::Value::Array(tools))?;
+    let validator = PlanValidator::new(&catalog)?;
+    checked_trace(
+        &validator,
+        &catalog,
+        &plansmith_core::Plan::new(calls),
+        request,
+        what,
+    )
+}
+
 pub(crate) fn checked_trace(
     validator: &PlanValidator,
     catalog: &Catalog,

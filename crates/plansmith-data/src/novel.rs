@@ -14,7 +14,7 @@ use std::collections::HashSet;
 
 use serde_json::{json, Value};
 
-use plansmith_core::{Catalog, PlanValidator, Tool, Trace};
+use plansmith_core::{Catalog, Tool, Trace};
 
 use crate::pace::gen::{self, call, Draft, Style, A};
 use crate::rng::Rng;
@@ -485,12 +485,9 @@ pub fn novel_traces_with(
                 c.arguments.insert(real, v);
             }
         }
-        let catalog = Catalog::from_value(&Value::Array(tools))?;
-        let validator = PlanValidator::new(&catalog)?;
-        out.push(crate::families::checked_trace(
-            &validator,
-            &catalog,
-            &plansmith_core::Plan::new(calls),
+        out.push(crate::families::trace_with_tools(
+            tools,
+            calls,
             r.request,
             "invented tool",
         )?);

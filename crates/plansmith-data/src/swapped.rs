@@ -16,7 +16,7 @@ use std::collections::HashSet;
 
 use serde_json::{json, Map, Value};
 
-use plansmith_core::{Catalog, PlanValidator, Trace};
+use plansmith_core::{Catalog, Trace};
 
 use crate::novel::{fresh_verb, invented_distractor};
 use crate::pace::gen::{self, Style};
@@ -201,12 +201,9 @@ pub fn swapped_verb_traces(
                 c.arguments.insert(key, value);
             }
         }
-        let catalog = Catalog::from_value(&Value::Array(tools))?;
-        let validator = PlanValidator::new(&catalog)?;
-        out.push(crate::families::checked_trace(
-            &validator,
-            &catalog,
-            &plansmith_core::Plan::new(calls),
+        out.push(crate::families::trace_with_tools(
+            tools,
+            calls,
             r.request,
             "swapped verb",
         )?);
