@@ -1247,15 +1247,9 @@ pub fn synthetic_traces(n: usize, seed: u64) -> Result<Vec<Trace>, DataError> {
     let mut rng = Rng::new(seed).fork(0xFA11);
     let mut seen = std::collections::HashSet::new();
     let mut out = Vec::with_capacity(n);
-    let mut attempts = 0;
+    let mut budget = crate::DrawBudget::new(n, "synthetic requests");
     while out.len() < n {
-        attempts += 1;
-        if attempts > n.max(100) * 100 {
-            return Err(DataError::Invalid(format!(
-                "could only generate {} distinct synthetic requests of {n}",
-                out.len()
-            )));
-        }
+        budget.draw(out.len())?;
         let i = out.len() % fams.len();
         let draft = (fams[i].generate)(&mut rng);
         let r = gen::realize(&draft, &mut rng);

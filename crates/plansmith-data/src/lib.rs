@@ -52,6 +52,35 @@ pub enum DataError {
     Catalog(#[from] plansmith_core::CatalogError),
 }
 
+/// Bounds a draw-until-distinct loop: after 100 draws per wanted item (at least 10,000), the
+/// next draw is an error saying how far generation got.
+pub(crate) struct DrawBudget {
+    left: usize,
+    wanted: usize,
+    what: &'static str,
+}
+
+impl DrawBudget {
+    pub(crate) fn new(wanted: usize, what: &'static str) -> Self {
+        DrawBudget {
+            left: wanted.max(100) * 100,
+            wanted,
+            what,
+        }
+    }
+
+    pub(crate) fn draw(&mut self, made: usize) -> Result<(), DataError> {
+        if self.left == 0 {
+            return Err(DataError::Invalid(format!(
+                "could only generate {made} distinct {} of {}",
+                self.what, self.wanted
+            )));
+        }
+        self.left -= 1;
+        Ok(())
+    }
+}
+
 impl DataError {
     pub(crate) fn io(path: &Path, e: std::io::Error) -> DataError {
         DataError::Io {

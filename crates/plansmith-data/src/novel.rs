@@ -422,15 +422,9 @@ pub fn novel_traces_with(
     let mut rng = Rng::new(seed).fork(0x0A0E1);
     let mut seen = HashSet::new();
     let mut out = Vec::with_capacity(n);
-    let mut attempts = 0;
+    let mut budget = crate::DrawBudget::new(n, "invented-tool requests");
     while out.len() < n {
-        attempts += 1;
-        if attempts > n.max(100) * 100 {
-            return Err(DataError::Invalid(format!(
-                "could only generate {} distinct invented-tool requests of {n}",
-                out.len()
-            )));
-        }
+        budget.draw(out.len())?;
         let mut taken: HashSet<String> = home.iter().chain(pool).map(|t| t.name.clone()).collect();
         let target = invent(&mut rng, &mut taken, opts);
         let mut tools = vec![target.tool.clone()];

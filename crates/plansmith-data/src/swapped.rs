@@ -99,15 +99,9 @@ pub fn swapped_verb_traces(
     let mut rng = Rng::new(seed).fork(0x5A4B);
     let mut seen = HashSet::new();
     let mut out = Vec::with_capacity(n);
-    let mut attempts = 0;
+    let mut budget = crate::DrawBudget::new(n, "swapped-verb requests");
     while out.len() < n {
-        attempts += 1;
-        if attempts > n.max(100) * 100 {
-            return Err(DataError::Invalid(format!(
-                "could only generate {} distinct swapped-verb requests of {n}",
-                out.len()
-            )));
-        }
+        budget.draw(out.len())?;
         let (index, object) = *rng.pick(&intents);
         let (_, tool_name, _, generate) = gen::INTENTS[index];
         let mut draft = generate(&mut rng);

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 use plansmith_core::trace::read_traces;
 use plansmith_planner::train::{calibrate_and_test, Splits};
-use plansmith_planner::{ConfidenceMode, Planner};
+use plansmith_planner::Planner;
 
 use crate::Outcome;
 
@@ -38,14 +38,8 @@ pub struct CalibrateArgs {
 
 pub fn run(args: CalibrateArgs) -> anyhow::Result<Outcome> {
     let mut planner = Planner::load(&args.planner)?;
-    match args.confidence.as_deref() {
-        None => {}
-        Some("chosen") => planner.settings.confidence = ConfidenceMode::ChosenTokens,
-        Some("all") => planner.settings.confidence = ConfidenceMode::AllTokens,
-        Some("weakest") => planner.settings.confidence = ConfidenceMode::WeakestToken,
-        Some(other) => {
-            anyhow::bail!("unknown --confidence `{other}` (expected chosen, all or weakest)")
-        }
+    if let Some(name) = &args.confidence {
+        planner.settings.confidence = super::train::confidence_mode(name)?;
     }
     let splits = Splits {
         train: Vec::new(),

@@ -132,12 +132,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
         "learned" => PosEncoding::Learned,
         other => anyhow::bail!("unknown --pos `{other}` (expected rope or learned)"),
     };
-    let confidence = match args.confidence.as_str() {
-        "chosen" => ConfidenceMode::ChosenTokens,
-        "all" => ConfidenceMode::AllTokens,
-        "weakest" => ConfidenceMode::WeakestToken,
-        other => anyhow::bail!("unknown --confidence `{other}` (expected chosen, all or weakest)"),
-    };
+    let confidence = confidence_mode(&args.confidence)?;
     let codec = match args.codec.as_str() {
         "piece" => CodecChoice::Piece { vocab: args.vocab },
         "char" => CodecChoice::Char,
@@ -373,4 +368,14 @@ fn train_lora(
         ]);
     }
     Ok(Outcome::Ok)
+}
+
+/// `--confidence` for `train` and `calibrate`.
+pub(crate) fn confidence_mode(name: &str) -> anyhow::Result<ConfidenceMode> {
+    Ok(match name {
+        "chosen" => ConfidenceMode::ChosenTokens,
+        "all" => ConfidenceMode::AllTokens,
+        "weakest" => ConfidenceMode::WeakestToken,
+        other => anyhow::bail!("unknown --confidence `{other}` (expected chosen, all or weakest)"),
+    })
 }
