@@ -11,6 +11,7 @@
 #   # `-- ` alone puts descriptions in the prompt (a line per tool; ~3x slower to train)
 #   SWAPPED=40000 scripts/experiment-tools-in-prompt.sh   # adds `data augment --swapped 40000`
 #   WIDE=1 scripts/experiment-tools-in-prompt.sh          # adds `--novel-wide-spelling`
+#   DROPOUT=0.1 scripts/experiment-tools-in-prompt.sh     # adds `train --piece-dropout 0.1`
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seed="${1:-2}"
@@ -25,6 +26,10 @@ swapped="${SWAPPED:-0}"
 out="target/tools-in-prompt-$verb-$n-$seed"
 [ "$swapped" = 0 ] || out="$out-swapped-$swapped"
 [ -z "${WIDE:-}" ] || { out="$out-wide"; alternatives="$alternatives --novel-wide-spelling"; }
+dropout="${DROPOUT:-0}"
+block="${BLOCK:-640}"   # dropout lengthens examples: described runs with it want ~768
+[ "$dropout" = 0 ] || out="$out-dropout-$dropout"
+case " $* " in *" --no-descriptions "*) ;; *) out="$out-described" ;; esac
 tools=examples/pace/tools.json
 cargo build --release -p plansmith
 bin="${CARGO_TARGET_DIR:-target}/release/plansmith"
@@ -59,7 +64,8 @@ EOF
 # Described catalogs of synthetic families run to ~560 tokens: block 640
 "$bin" --threads 1 train --data "$out/train-mix.jsonl" --calibration "$out/calibration-3k.jsonl" \
   --test "$out/test-2k.jsonl" --tools "$out/tools-train.json" --tools-in-prompt --out "$out/planner" \
-  --epochs 1 --block 640 --batch-size 32 --lr 3e-3 --confidence all --seed 0 "$@"
+  --epochs 1 --block "$block" --batch-size 32 --lr 3e-3 --confidence all --seed 0 \
+  --piece-dropout "$dropout" "$@"
 for split in test-2k test-2k-changed heldout-500; do
   echo "== $split"
   "$bin" --threads 1 eval traces --planner "$out/planner" --data "$out/$split.jsonl"

@@ -227,5 +227,28 @@ fn train_reads_traces_as_it_goes() {
         "{err}"
     );
     assert!(!err.contains("panicked"), "{err}");
+
+    // Piece dropout: recorded in the planner; a rate outside [0, 1) or a char codec, exit 2.
+    let dropout_out = d("planner-dropout");
+    let mut args = vec!["train", "--data", &train_file, "--out", &dropout_out];
+    args.extend(small);
+    args.extend(["--piece-dropout", "0.1"]);
+    let o = plansmith(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d("planner-dropout/planner.json")).unwrap())
+            .unwrap();
+    assert_eq!(meta["training"]["piece_dropout"], 0.1);
+    for bad in [
+        &["--piece-dropout", "1"][..],
+        &["--piece-dropout", "0.1", "--codec", "char"],
+    ] {
+        let mut args = vec!["train", "--data", &train_file, "--out", &dropout_out];
+        args.extend(small);
+        args.extend(bad);
+        let o = plansmith(&args);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("--piece-dropout"), "{}", stderr(&o));
+    }
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -58,7 +58,7 @@ pub use decode::{
 pub use error::{LmError, Result};
 pub use fast::{FastBatch, FastTrainer};
 pub use infer::{InferCache, InferModel, Rows};
-pub use piece::PieceCodec;
+pub use piece::{DropoutEncoder, PieceCodec};
 pub use tiny_gpt::{KvCache, PosEncoding, TinyGpt, TinyGptConfig};
 pub use train::{
     fit_pairs, fit_token_pairs, CheckpointConfig, Progress, TrainConfig, TrainEngine, TrainReport,

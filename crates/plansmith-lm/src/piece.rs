@@ -268,6 +268,73 @@ impl PieceCodec {
     }
 }
 
+/// Encodes like [`PieceCodec::encode`] but skips each available merge with probability `p`
+/// (BPE-dropout, Provilkov et al. 2020), so one word is cut into different pieces across
+/// examples. Trained on these, a planner has seen every spelling of a name in smaller pieces,
+/// and copies a new tool's name even when its canonical pieces never began a name in training
+/// (README, "Held-out verb"). Only for training: planning encodes canonically.
+pub struct DropoutEncoder<'a> {
+    codec: &'a PieceCodec,
+    p: f64,
+    rng: rand::rngs::StdRng,
+}
+
+impl<'a> DropoutEncoder<'a> {
+    /// `p` in [0, 1): 0 encodes canonically.
+    pub fn new(codec: &'a PieceCodec, p: f64, seed: u64) -> Result<Self> {
+        if !(0.0..1.0).contains(&p) {
+            return Err(LmError::Config(format!(
+                "piece dropout must be in [0, 1), got {p}"
+            )));
+        }
+        Ok(DropoutEncoder {
+            codec,
+            p,
+            rng: <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(seed),
+        })
+    }
+
+    pub fn encode(&mut self, text: &str) -> Vec<u32> {
+        let mut out = Vec::with_capacity(text.len() / 2 + 1);
+        for w in words(text) {
+            self.encode_word(w, &mut out);
+        }
+        out
+    }
+
+    /// One merge at a time, the earliest-learned among those not dropped this round, at its
+    /// leftmost position; with nothing dropped this is the canonical encoding.
+    fn encode_word(&mut self, word: &str, out: &mut Vec<u32>) {
+        use rand::Rng;
+        let c = self.codec;
+        let mut ids: Vec<u32> = word
+            .chars()
+            .map(|ch| c.char_ids.get(&ch).copied().unwrap_or(UNK_ID))
+            .collect();
+        loop {
+            let mut best: Option<(u32, usize)> = None;
+            for i in 0..ids.len().saturating_sub(1) {
+                if let Some(&m) = c.merged.get(&(ids[i], ids[i + 1])) {
+                    if self.p > 0.0 && self.rng.random::<f64>() < self.p {
+                        continue;
+                    }
+                    if best.is_none_or(|(b, _)| m < b) {
+                        best = Some((m, i));
+                    }
+                }
+            }
+            match best {
+                Some((m, i)) => {
+                    ids[i] = m;
+                    ids.remove(i + 1);
+                }
+                None => break,
+            }
+        }
+        out.extend(ids);
+    }
+}
+
 /// Replace every non-overlapping occurrence of `pair` in `ids` (left to right) with `id`.
 fn merge_pair(ids: &mut Vec<u32>, pair: (u32, u32), id: u32) {
     if ids.len() < 2 {
@@ -416,6 +483,34 @@ mod tests {
                 .contains("merges[6] would make a piece of 128 bytes"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn dropout_cuts_words_differently_but_always_spells_the_same_text() {
+        let texts: Vec<&str> = CORPUS.iter().copied().cycle().take(64).collect();
+        let codec = PieceCodec::learn(texts, 200, 2);
+        let text = "perform(action=click; target.label=Stop)\n";
+        let canonical = codec.encode(text);
+        let mut none = DropoutEncoder::new(&codec, 0.0, 1).unwrap();
+        for t in CORPUS
+            .iter()
+            .chain(&["Stoooop StopStop aaaaaaa", "clickclick Play\n=> "])
+        {
+            assert_eq!(none.encode(t), codec.encode(t), "{t:?}");
+        }
+        let mut some = DropoutEncoder::new(&codec, 0.3, 1).unwrap();
+        let cuts: Vec<Vec<u32>> = (0..50).map(|_| some.encode(text)).collect();
+        for ids in &cuts {
+            assert_eq!(codec.decode(ids), text);
+            assert!(ids.len() >= canonical.len());
+        }
+        assert!(cuts.iter().any(|ids| ids.len() > canonical.len()));
+        // Deterministic per seed.
+        let mut again = DropoutEncoder::new(&codec, 0.3, 1).unwrap();
+        let replay: Vec<Vec<u32>> = (0..50).map(|_| again.encode(text)).collect();
+        assert_eq!(cuts, replay);
+        assert!(DropoutEncoder::new(&codec, 1.0, 1).is_err());
+        assert!(DropoutEncoder::new(&codec, -0.1, 1).is_err());
     }
 
     #[test]

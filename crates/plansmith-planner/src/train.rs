@@ -4,8 +4,8 @@ use std::collections::BTreeSet;
 
 use plansmith_core::{Catalog, Trace};
 use plansmith_lm::{
-    fit_token_pairs, AnyCodec, CharCodec, Codec, PieceCodec, Progress, TinyGpt, TinyGptConfig,
-    TrainConfig, TrainReport,
+    fit_token_pairs, AnyCodec, CharCodec, Codec, DropoutEncoder, PieceCodec, Progress, TinyGpt,
+    TinyGptConfig, TrainConfig, TrainReport,
 };
 use serde::{Deserialize, Serialize};
 
@@ -129,6 +129,10 @@ pub struct TrainSpec {
     pub settings: PlannerSettings,
     /// Precision the floor must reach on the calibration split (1.0 = no wrong plan accepted).
     pub target_precision: f64,
+    /// Piece codec only: each training example is encoded with this merge-dropout rate
+    /// ([`plansmith_lm::piece::DropoutEncoder`]); 0 encodes canonically.
+    #[serde(default)]
+    pub piece_dropout: f64,
 }
 
 /// The vocabulary a new tiny planner learns.
@@ -230,10 +234,25 @@ pub fn train_planner_on_pairs(
     };
     cfg.vocab = codec.vocab_size();
     // Encoded once: the block check and training share the ids.
-    let ids: Vec<(Vec<u32>, Vec<u32>)> = train_pairs
-        .iter()
-        .map(|(p, c)| (codec.encode(p), codec.encode(c)))
-        .collect();
+    let ids: Vec<(Vec<u32>, Vec<u32>)> = match &codec {
+        _ if spec.piece_dropout == 0.0 => train_pairs
+            .iter()
+            .map(|(p, c)| (codec.encode(p), codec.encode(c)))
+            .collect(),
+        AnyCodec::Piece(pieces) => {
+            let mut enc =
+                DropoutEncoder::new(pieces, spec.piece_dropout, spec.train.seed ^ 0xD509)?;
+            train_pairs
+                .iter()
+                .map(|(p, c)| (enc.encode(p), enc.encode(c)))
+                .collect()
+        }
+        _ => {
+            return Err(PlannerError::Data(
+                "piece dropout needs a piece codec (--codec piece)".into(),
+            ))
+        }
+    };
     drop(train_pairs);
     let longest = ids
         .iter()
@@ -268,6 +287,7 @@ pub fn train_planner_on_pairs(
             "codec": spec.codec,
             "train": spec.train,
             "target_precision": spec.target_precision,
+            "piece_dropout": spec.piece_dropout,
             "final_loss": report.final_loss,
             "seconds": report.seconds,
             "tokens_per_sec": report.tokens_per_sec,

@@ -114,6 +114,7 @@ fn reduced_budget_retrain_still_learns() {
             ..PlannerSettings::dsl()
         },
         target_precision: 1.0,
+        piece_dropout: 0.0,
     };
     let trained = train_planner(&splits, catalog, &spec, Progress::Hidden, |_, _, _| {}).unwrap();
     // From ln(1024) ~ 6.9 nats per token at initialisation; 2.55 when written.

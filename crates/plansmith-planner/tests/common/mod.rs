@@ -96,6 +96,7 @@ pub fn spec(epochs: usize, seed: u64) -> TrainSpec {
         },
         settings: PlannerSettings::dsl(),
         target_precision: 1.0,
+        piece_dropout: 0.0,
     }
 }
 

@@ -74,6 +74,7 @@ pub fn train_tiny(floor: f32) -> Planner {
             ..PlannerSettings::dsl()
         },
         target_precision: 1.0,
+        piece_dropout: 0.0,
     };
     let mut p = train_planner(
         &splits,
