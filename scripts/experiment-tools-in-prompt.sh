@@ -12,6 +12,8 @@
 #   SWAPPED=40000 scripts/experiment-tools-in-prompt.sh   # adds `data augment --swapped 40000`
 #   WIDE=1 scripts/experiment-tools-in-prompt.sh          # adds `--novel-wide-spelling`
 #   DROPOUT=0.1 scripts/experiment-tools-in-prompt.sh     # adds `train --piece-dropout 0.1`
+#   TAG=d128 scripts/experiment-tools-in-prompt.sh 2 200000 wait -- --no-descriptions --d-model 128
+#                                                         # other train flags: name the run
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seed="${1:-2}"
@@ -30,6 +32,7 @@ dropout="${DROPOUT:-0}"
 block="${BLOCK:-640}"   # dropout lengthens examples: described runs with it want ~768
 [ "$dropout" = 0 ] || out="$out-dropout-$dropout"
 case " $* " in *" --no-descriptions "*) ;; *) out="$out-described" ;; esac
+[ -z "${TAG:-}" ] || out="$out-$TAG"
 tools=examples/pace/tools.json
 cargo build --release -p plansmith
 bin="${CARGO_TARGET_DIR:-target}/release/plansmith"
