@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The held-out-verb experiment behind issue #10: the default planner's recipe
-# (scripts/train-default.sh), with one Pace verb held out of training (its requests, every
+# (scripts/train-default.sh; by default as it was before 512 pieces and wide spelling, runs
+# F-L in README; `WIDE=1 TAG=v512 ... 2 200000 wait -- --no-descriptions --vocab 512` is the
+# current recipe, run M), with one Pace verb held out of training (its requests, every
 # other request that says its name, and its tool: training sees a catalog without it). Measures
 #   1. the Pace test split (catalog in the prompt),
 #   2. the same requests against renamed / shuffled / distractor catalogs,
