@@ -23,9 +23,11 @@ n="${2:-200000}"
 verb="${3:-wait}"
 shift $(($# < 3 ? $# : 3))
 if [ "${1:-}" = "--" ]; then shift; else set -- --no-descriptions; fi
+described=yes
+case " $* " in *" --no-descriptions "*) described= ;; esac
 # Invented tools whose descriptions list alternative verbs, for a planner that reads them.
-alternatives=--novel-alternatives
-case " $* " in *" --no-descriptions "*) alternatives= ;; esac
+alternatives=
+[ -z "$described" ] || alternatives=--novel-alternatives
 swapped="${SWAPPED:-0}"
 out="target/tools-in-prompt-$verb-$n-$seed"
 [ "$swapped" = 0 ] || out="$out-swapped-$swapped"
@@ -33,7 +35,7 @@ out="target/tools-in-prompt-$verb-$n-$seed"
 dropout="${DROPOUT:-0}"
 block="${BLOCK:-640}"   # dropout lengthens examples: described runs with it want ~768
 [ "$dropout" = 0 ] || out="$out-dropout-$dropout"
-case " $* " in *" --no-descriptions "*) ;; *) out="$out-described" ;; esac
+[ -z "$described" ] || out="$out-described"
 [ -z "${TAG:-}" ] || out="$out-$TAG"
 tools=examples/pace/tools.json
 cargo build --release -p plansmith

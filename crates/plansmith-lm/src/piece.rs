@@ -249,11 +249,15 @@ impl PieceCodec {
         self.merges.len()
     }
 
-    fn encode_word(&self, word: &str, out: &mut Vec<u32>) {
-        let mut ids: Vec<u32> = word
-            .chars()
+    /// One id per character of `word`, before any merge.
+    fn char_ids_of(&self, word: &str) -> Vec<u32> {
+        word.chars()
             .map(|c| self.char_ids.get(&c).copied().unwrap_or(UNK_ID))
-            .collect();
+            .collect()
+    }
+
+    fn encode_word(&self, word: &str, out: &mut Vec<u32>) {
+        let mut ids = self.char_ids_of(word);
         loop {
             let best = ids
                 .windows(2)
@@ -280,13 +284,20 @@ pub struct DropoutEncoder<'a> {
 }
 
 impl<'a> DropoutEncoder<'a> {
+    /// Whether `p` is a dropout rate: in [0, 1) (at 1 no merge would ever apply).
+    pub fn check_rate(p: f64) -> Result<()> {
+        if (0.0..1.0).contains(&p) {
+            Ok(())
+        } else {
+            Err(LmError::Config(format!(
+                "piece dropout must be in [0, 1), got {p}"
+            )))
+        }
+    }
+
     /// `p` in [0, 1): 0 encodes canonically.
     pub fn new(codec: &'a PieceCodec, p: f64, seed: u64) -> Result<Self> {
-        if !(0.0..1.0).contains(&p) {
-            return Err(LmError::Config(format!(
-                "piece dropout must be in [0, 1), got {p}"
-            )));
-        }
+        Self::check_rate(p)?;
         Ok(DropoutEncoder {
             codec,
             p,
@@ -307,10 +318,7 @@ impl<'a> DropoutEncoder<'a> {
     fn encode_word(&mut self, word: &str, out: &mut Vec<u32>) {
         use rand::Rng;
         let c = self.codec;
-        let mut ids: Vec<u32> = word
-            .chars()
-            .map(|ch| c.char_ids.get(&ch).copied().unwrap_or(UNK_ID))
-            .collect();
+        let mut ids = c.char_ids_of(word);
         loop {
             let mut best: Option<(u32, usize)> = None;
             for i in 0..ids.len().saturating_sub(1) {

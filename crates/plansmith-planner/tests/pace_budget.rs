@@ -3,8 +3,8 @@
 //! reduced-budget re-train with the same recipe must still learn.
 
 use plansmith_data::{
-    augment_traces, generate_pace, novel_traces, novel_traces_with, pace_catalog,
-    synthetic_traces, AugmentConfig, NovelOptions, PaceConfig,
+    augment_traces, generate_pace, novel_traces, novel_traces_with, pace_catalog, synthetic_traces,
+    AugmentConfig, NovelOptions, PaceConfig,
 };
 use plansmith_lm::{PosEncoding, Progress, TinyGptConfig, TrainConfig};
 use plansmith_planner::eval::{evaluate, items};

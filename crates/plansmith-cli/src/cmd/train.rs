@@ -3,7 +3,7 @@ use std::path::PathBuf;
 use clap::Args;
 use plansmith_core::trace::{read_traces, stream_traces};
 use plansmith_core::{Policy, Syntax};
-use plansmith_lm::{PosEncoding, Progress, TinyGptConfig, TrainConfig};
+use plansmith_lm::{DropoutEncoder, PosEncoding, Progress, TinyGptConfig, TrainConfig};
 use plansmith_planner::train::{
     pair, part_of, split, train_planner_on_pairs, CodecChoice, Part, Splits, TrainSpec,
 };
@@ -144,7 +144,8 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
         "char" => CodecChoice::Char,
         other => anyhow::bail!("unknown --codec `{other}` (expected piece or char)"),
     };
-    if !(0.0..1.0).contains(&args.piece_dropout) {
+    // Checked before the data is read, not minutes later when training encodes it.
+    if DropoutEncoder::check_rate(args.piece_dropout).is_err() {
         anyhow::bail!(
             "--piece-dropout must be in [0, 1), got {}",
             args.piece_dropout
