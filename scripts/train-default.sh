@@ -5,12 +5,15 @@
 # Deterministic per seed.
 #
 #   scripts/train-default.sh [SEED]     # ~35 minutes on one thread; 8 GB of memory
+#   OUT=DIR VOCAB=N scripts/train-default.sh   # a candidate elsewhere, with N pieces
 #
 # Then rebuild (`cargo build --release`) so the binary embeds the new planner.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seed="${1:-1}"
-data="target/default-planner-data"
+out="${OUT:-crates/plansmith-planner/default}"
+vocab="${VOCAB:-512}"
+data="target/default-planner-data-$seed-$vocab"
 tools=examples/pace/tools.json
 cargo build --release -p plansmith
 bin="${CARGO_TARGET_DIR:-target}/release/plansmith"
@@ -35,8 +38,8 @@ head -n 2000 "$data/test.jsonl" > "$data/test-2k.jsonl"
 # before (README, "Held-out verb": 0.12 -> 0.47 on a verb never seen in training).
 "$bin" --threads 1 train --data "$data/train-mix.jsonl" --calibration "$data/calibration-3k.jsonl" \
   --test "$data/test-2k.jsonl" --tools "$tools" --tools-in-prompt --no-descriptions \
-  --out crates/plansmith-planner/default --codec piece --vocab 512 --epochs 1 --lr 3e-3 \
-  --batch-size 32 --block 640 --d-model 96 --layers 3 --heads 4 --pos rope --confidence all \
+  --out "$out" --codec piece --vocab "$vocab" --epochs 1 --lr 3e-3 \
+  --batch-size 32 --block "${BLOCK:-640}" --d-model 96 --layers 3 --heads 4 --pos rope --confidence all \
   --seed 0
-"$bin" eval traces --planner crates/plansmith-planner/default --data "$data/test-2k.jsonl" --free \
-  --out target/default-planner-report
+"$bin" eval traces --planner "$out" --data "$data/test-2k.jsonl" --free \
+  --out "target/$(basename "$out")-report"

@@ -58,7 +58,8 @@ pub enum DataCommand {
         novel_alternatives: bool,
         /// With --novel: made-up verbs use every common English onset and coda (`whaist`,
         /// `chu`), so invented names begin with as many different pieces as real new tools'
-        /// names do. Off by default: the shipped default planner's data was made without it.
+        /// names do. The default planner's recipe (scripts/train-default.sh) turns it on; off
+        /// by default so that earlier recipes regenerate their data byte for byte.
         #[arg(long, requires = "novel")]
         novel_wide_spelling: bool,
         /// Pace-shaped requests whose verb is new ("blicket the volume to 40") calling a tool
