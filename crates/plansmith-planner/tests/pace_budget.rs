@@ -75,7 +75,7 @@ fn reduced_budget_retrain_still_learns() {
     // augmented catalogs, synthetic families and invented tools, catalog in the prompt.
     let data = generate_pace(&PaceConfig {
         seed: 3,
-        ..PaceConfig::with_n(1200)
+        ..PaceConfig::with_n(4000)
     })
     .unwrap();
     let catalog = pace_catalog();
@@ -83,13 +83,13 @@ fn reduced_budget_retrain_still_learns() {
         seed: 3,
         ..AugmentConfig::default()
     };
-    let (mut train, _) = augment_traces(&data.train[..600], Some(&catalog), &cfg).unwrap();
-    train.extend(synthetic_traces(150, 3).unwrap());
+    let (mut train, _) = augment_traces(&data.train[..1600], Some(&catalog), &cfg).unwrap();
+    train.extend(synthetic_traces(300, 3).unwrap());
     let wide = NovelOptions {
         wide_spelling: true,
         ..NovelOptions::default()
     };
-    train.extend(novel_traces_with(300, 3, &catalog.tools, &catalog.tools, wide).unwrap());
+    train.extend(novel_traces_with(600, 3, &catalog.tools, &catalog.tools, wide).unwrap());
     train.extend(data.train);
     let splits = Splits {
         train,
@@ -107,7 +107,7 @@ fn reduced_budget_retrain_still_learns() {
         },
         codec: CodecChoice::Piece { vocab: 512 },
         train: TrainConfig {
-            epochs: 3,
+            epochs: 6,
             batch_size: 16,
             lr: 3e-3,
             seed: 0,
@@ -121,10 +121,15 @@ fn reduced_budget_retrain_still_learns() {
         piece_dropout: 0.0,
     };
     let trained = train_planner(&splits, catalog, &spec, Progress::Hidden, |_, _, _| {}).unwrap();
-    // From ln(512) ~ 6.2 nats per token at initialisation.
-    assert!(trained.report.final_loss < 3.0, "{:?}", trained.report);
     let test = trained.planner.meta.test.clone().unwrap();
-    // Three epochs do not make a good planner (the shipped one is checked above); they must
-    // still never emit an invalid plan.
+    eprintln!("reduced retrain: {:?} {test:?}", trained.report);
+    // From ln(512) ~ 6.2 nats per token at initialisation; measured 0.95 after six epochs.
+    assert!(trained.report.final_loss < 2.0, "{:?}", trained.report);
+    // Six epochs on ~6,500 traces (~100 s) is no shippable planner (the shipped one is checked
+    // above) but plans a real share of fresh Pace requests: measured 0.379 agreement on these
+    // 533 test requests (four epochs: 0.302; the earlier 1,200-request, three-epoch budget:
+    // 0.013, which no floor could tell from a recipe that stopped learning).
+    assert!(test.agreement >= 0.25, "{test:?}");
+    // Whatever it learnt, the grammar keeps every emitted plan valid.
     assert_eq!(test.invalid_emitted, 0, "{test:?}");
 }
