@@ -5,7 +5,8 @@
 # Deterministic per seed.
 #
 #   scripts/train-default.sh [SEED]     # ~35 minutes on one thread; 8 GB of memory
-#   OUT=DIR VOCAB=N scripts/train-default.sh   # a candidate elsewhere, with N pieces
+#   OUT=DIR VOCAB=N BLOCK=B scripts/train-default.sh   # a candidate elsewhere: N pieces, block B
+#                                       # (fewer pieces make longer prompts: 256 wants 768)
 #
 # Then rebuild (`cargo build --release`) so the binary embeds the new planner.
 set -euo pipefail
@@ -13,7 +14,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seed="${1:-1}"
 out="${OUT:-crates/plansmith-planner/default}"
 vocab="${VOCAB:-512}"
-data="target/default-planner-data-$seed-$vocab"
+# The data depends only on the seed (one run per seed at a time: they share this directory).
+data="target/default-planner-data-$seed"
 tools=examples/pace/tools.json
 cargo build --release -p plansmith
 bin="${CARGO_TARGET_DIR:-target}/release/plansmith"

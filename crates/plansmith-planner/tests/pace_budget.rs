@@ -122,7 +122,6 @@ fn reduced_budget_retrain_still_learns() {
     };
     let trained = train_planner(&splits, catalog, &spec, Progress::Hidden, |_, _, _| {}).unwrap();
     let test = trained.planner.meta.test.clone().unwrap();
-    eprintln!("reduced retrain: {:?} {test:?}", trained.report);
     // From ln(512) ~ 6.2 nats per token at initialisation; measured 0.95 after six epochs.
     assert!(trained.report.final_loss < 2.0, "{:?}", trained.report);
     // Six epochs on ~6,500 traces (~100 s) is no shippable planner (the shipped one is checked
