@@ -381,10 +381,8 @@ impl Planner {
             .engine
             .prepare_hashed(&hash, &catalog, &options)
             .map_err(grammar_error)?;
-        let mut constraint = self
-            .engine
-            .constraint_for(&prepared, &grammar_request)
-            .map_err(grammar_error)?;
+        // The prompt goes first: a request too long for the model is a dead end, and building
+        // its per-request constraint (copy spans over the whole request) would only waste time.
         let (mut state, mut logits) = match self.lm.start(
             &catalog,
             &hash,
@@ -405,6 +403,10 @@ impl Planner {
             }
             Started::Overflow(reason) => return Ok(dead_end(reason)),
         };
+        let mut constraint = self
+            .engine
+            .constraint_for(&prepared, &grammar_request)
+            .map_err(grammar_error)?;
         let (mut sum_all, mut n_all, mut sum_chosen, mut n_chosen) = (0f64, 0usize, 0f64, 0usize);
         let mut weakest = 0f32;
         let max_new = self.lm.max_new_tokens();
