@@ -14,6 +14,8 @@
 #   SWAPPED=40000 scripts/experiment-tools-in-prompt.sh   # adds `data augment --swapped 40000`
 #   WIDE=1 scripts/experiment-tools-in-prompt.sh          # adds `--novel-wide-spelling`
 #   DROPOUT=0.1 scripts/experiment-tools-in-prompt.sh     # adds `train --piece-dropout 0.1`
+#   PASSES=2 scripts/experiment-tools-in-prompt.sh        # then a second pass on fresh data, as
+#                                                         # `PASSES=2 scripts/train-default.sh`
 #   TAG=d128 scripts/experiment-tools-in-prompt.sh 2 200000 wait -- --no-descriptions --d-model 128
 #                                                         # other train flags: name the run
 set -euo pipefail
@@ -69,11 +71,29 @@ EOF
 "$bin" data augment --data "$out/test-2k.jsonl" --tools "$tools" --out "$out/test-2k-changed.jsonl" \
   --copies 1 --seed 7
 # Described catalogs of synthetic families run to ~560 tokens: block 640
-"$bin" --threads 1 train --data "$out/train-mix.jsonl" --calibration "$out/calibration-3k.jsonl" \
-  --test "$out/test-2k.jsonl" --tools "$out/tools-train.json" --tools-in-prompt --out "$out/planner" \
-  --epochs 1 --block "$block" --batch-size 32 --lr 3e-3 --confidence all --seed 0 \
-  --piece-dropout "$dropout" "$@"
+if [ ! -f "$out/planner/planner.json" ]; then
+  "$bin" --threads 1 train --data "$out/train-mix.jsonl" --calibration "$out/calibration-3k.jsonl" \
+    --test "$out/test-2k.jsonl" --tools "$out/tools-train.json" --tools-in-prompt --out "$out/planner" \
+    --epochs 1 --block "$block" --batch-size 32 --lr 3e-3 --confidence all --seed 0 \
+    --piece-dropout "$dropout" "$@"
+fi
+planner="$out/planner"
+if [ "${PASSES:-1}" = 2 ]; then
+  seed2=$((seed + 100))
+  "$bin" data pace --out "$out/data-p2" --seed "$seed2" --n "$n" --holdout-verb "$verb" --upper-train 0.15
+  scripts/drop-seen.py "$out/data-p2/train.jsonl" "$out/data-p2/train-fresh.jsonl" \
+    "$out/data/calibration.jsonl" "$out/data/test.jsonl" "$out/data/heldout_verb.jsonl"
+  head -n 130000 "$out/data-p2/train-fresh.jsonl" > "$out/data-p2/train-130k.jsonl"
+  "$bin" data augment --data "$out/data-p2/train-130k.jsonl" --tools "$out/tools-train.json" \
+    --out "$out/data-p2/train-aug.jsonl" --copies 1 --synthetic 25000 --novel 80000 --seed "$seed2" \
+    --swapped "$swapped" $alternatives
+  cat "$out/data-p2/train-aug.jsonl" "$out/data-p2/train-fresh.jsonl" > "$out/data-p2/train-mix.jsonl"
+  "$bin" --threads 1 train --data "$out/data-p2/train-mix.jsonl" --calibration "$out/calibration-3k.jsonl" \
+    --test "$out/test-2k.jsonl" --tools "$out/tools-train.json" --tools-in-prompt --out "$out/planner-p2" \
+    --init "$planner" --epochs 1 --lr 1e-3 --batch-size 32 --confidence all --seed 0 "$@"
+  planner="$out/planner-p2"
+fi
 for split in test-2k test-2k-changed heldout-500; do
   echo "== $split"
-  "$bin" --threads 1 eval traces --planner "$out/planner" --data "$out/$split.jsonl"
+  "$bin" --threads 1 eval traces --planner "$planner" --data "$out/$split.jsonl"
 done

@@ -219,6 +219,7 @@ pub fn train_planner_on_pairs(
         return Err(PlannerError::Data("no training traces".into()));
     }
     let n_train = train_pairs.len();
+    let continued = init.is_some();
     let (codec, init_model) = match init.map(|p| p.lm) {
         Some(crate::backend::Lm::Tiny(t)) => (t.codec, Some(t.model)),
         Some(crate::backend::Lm::Llama(_)) => {
@@ -271,6 +272,8 @@ pub fn train_planner_on_pairs(
         None => TinyGpt::new(cfg, spec.train.seed, &device)?,
     };
     let report = fit_token_pairs(&mut model, &ids, &spec.train, progress)?;
+    // With --init the model's shape and codec are the initial planner's, not the spec's.
+    let model_cfg = model.config().clone();
     let mut planner = Planner::new(
         model,
         codec,
@@ -283,8 +286,9 @@ pub fn train_planner_on_pairs(
             "train_traces": n_train,
             "calibration_traces": held_out.calibration.len(),
             "test_traces": held_out.test.len(),
-            "model": spec.model,
-            "codec": spec.codec,
+            "model": model_cfg,
+            "codec": if continued { serde_json::json!("from --init") } else { serde_json::json!(spec.codec) },
+            "continued_from_init": continued,
             "train": spec.train,
             "target_precision": spec.target_precision,
             "piece_dropout": spec.piece_dropout,
