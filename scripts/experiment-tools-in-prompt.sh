@@ -15,7 +15,9 @@
 #   WIDE=1 scripts/experiment-tools-in-prompt.sh          # adds `--novel-wide-spelling`
 #   DROPOUT=0.1 scripts/experiment-tools-in-prompt.sh     # adds `train --piece-dropout 0.1`
 #   PASSES=2 scripts/experiment-tools-in-prompt.sh        # then a second pass on fresh data, as
-#                                                         # `PASSES=2 scripts/train-default.sh`
+#                                                         # scripts/train-default.sh does
+# Last, the rename diagnostic (README, "Why `wait` gets nothing"): the held-out requests that
+# say the verb, with the word and its tool renamed (scripts/rename-verb.py).
 #   TAG=d128 scripts/experiment-tools-in-prompt.sh 2 200000 wait -- --no-descriptions --d-model 128
 #                                                         # other train flags: name the run
 set -euo pipefail
@@ -96,4 +98,9 @@ fi
 for split in test-2k test-2k-changed heldout-500; do
   echo "== $split"
   "$bin" --threads 1 eval traces --planner "$planner" --data "$out/$split.jsonl"
+done
+for name in "$verb" linger blorpen; do
+  scripts/rename-verb.py "$out/heldout-500.jsonl" "$out/says-$verb-as-$name.jsonl" "$verb" "$name"
+  echo "== says $verb, renamed $name"
+  "$bin" --threads 1 eval traces --planner "$planner" --data "$out/says-$verb-as-$name.jsonl"
 done
