@@ -5,6 +5,7 @@ other files: fresh training data from another seed must not contain an evaluatio
     scripts/drop-seen.py IN.jsonl OUT.jsonl SEEN.jsonl [SEEN.jsonl ...]
 """
 import json
+import os
 import sys
 
 source, target, *seen_files = sys.argv[1:]
@@ -22,6 +23,5 @@ with open(source) as f, open(target + ".tmp", "w") as out:
         else:
             out.write(line)
             kept += 1
-import os
 os.replace(target + ".tmp", target)
 print(f"{source}: kept {kept}, dropped {dropped} seen in {', '.join(seen_files)}", file=sys.stderr)

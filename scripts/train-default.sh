@@ -4,7 +4,7 @@
 # write the planner directory that `plansmith` embeds (crates/plansmith-planner/default/).
 # Deterministic per seed.
 #
-#   scripts/train-default.sh [SEED]     # ~80 minutes on one thread; 8 GB of memory
+#   scripts/train-default.sh [SEED]     # ~80-100 minutes on one thread; 8 GB of memory
 #   OUT=DIR VOCAB=N BLOCK=B scripts/train-default.sh   # a candidate elsewhere: N pieces, block B
 #                                       # (fewer pieces make longer prompts: 256 wants 768)
 #   PASSES=1 scripts/train-default.sh   # the first pass only (~35 minutes)
