@@ -18,6 +18,7 @@ pub mod eval;
 pub mod llama;
 pub mod lora_train;
 pub mod planner;
+pub mod pointers;
 pub mod prompt;
 pub mod teacher;
 pub mod train;

@@ -14,9 +14,9 @@ use plansmith_lm::{AnyCodec, Sampler, TinyGpt};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{Lm, Started, TinyLm};
-use crate::prompt;
 use crate::teacher::Teacher;
 use crate::PlannerError;
+use crate::{pointers, prompt};
 
 /// Which tokens the confidence averages over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -43,6 +43,10 @@ pub struct PlannerSettings {
     /// What lets a planner match a request to a tool it never saw by the tool's words.
     #[serde(default)]
     pub tool_descriptions: bool,
+    /// With `tools_in_prompt`: the planner calls tools by their place in the prompt's catalog
+    /// (`t3`, [`crate::pointers`]), not by name; descriptions are left out.
+    #[serde(default)]
+    pub tool_pointers: bool,
     /// Plans with confidence (mean log-prob) below this escalate.
     pub conf_floor: f32,
     #[serde(default)]
@@ -59,6 +63,7 @@ impl PlannerSettings {
             policy: Policy::copy_free_strings(),
             tools_in_prompt: false,
             tool_descriptions: false,
+            tool_pointers: false,
             conf_floor: f32::MIN,
             confidence: ConfidenceMode::ChosenTokens,
             max_calls: 4,
@@ -74,6 +79,7 @@ impl PlannerSettings {
             policy: Policy::default(),
             tools_in_prompt: true,
             tool_descriptions: false,
+            tool_pointers: false,
             conf_floor: f32::MIN,
             confidence: ConfidenceMode::ChosenTokens,
             max_calls: 8,
@@ -277,12 +283,13 @@ impl Planner {
             counters: Mutex::new(Counters::default()),
         };
         // Compile the default catalog's validator and grammar now, not on the first request.
-        planner.validator(&catalog_hash, &catalog)?;
+        let grammar_catalog = planner.grammar_catalog(&catalog);
+        planner.validator(&catalog_hash, &grammar_catalog)?;
         planner
             .engine
             .prepare_hashed(
                 &catalog_hash,
-                &catalog,
+                &grammar_catalog,
                 &planner.options(ToolChoice::Auto, None),
             )
             .map_err(|e| PlannerError::Grammar(e.to_string()))?;
@@ -339,6 +346,16 @@ impl Planner {
         }
     }
 
+    /// The catalog the grammar and validator see: a pointer planner's names its tools `t0`,
+    /// `t1`, ... (one-to-one with `catalog`, so caches keyed by `catalog`'s hash stay right).
+    fn grammar_catalog<'a>(&self, catalog: &'a Catalog) -> std::borrow::Cow<'a, Catalog> {
+        if self.settings.tool_pointers {
+            std::borrow::Cow::Owned(pointers::pointer_catalog(catalog))
+        } else {
+            std::borrow::Cow::Borrowed(catalog)
+        }
+    }
+
     /// The catalog a request plans against, with its hash (the default's is precomputed).
     fn catalog_and_hash(&self, requested: Option<&Arc<Catalog>>) -> (Arc<Catalog>, String) {
         match requested {
@@ -369,7 +386,17 @@ impl Planner {
     /// Constrained greedy decode of one request (no gate, no teacher).
     pub fn decode(&self, req: &PlanRequest) -> Result<Decoded, PlannerError> {
         let (catalog, hash) = self.catalog_and_hash(req.catalog.as_ref());
-        let options = self.options(req.tool_choice.clone(), req.max_calls);
+        let grammar_catalog = self.grammar_catalog(&catalog);
+        let tool_choice = match &req.tool_choice {
+            ToolChoice::Named(name) if self.settings.tool_pointers => {
+                match catalog.tools.iter().position(|t| &t.name == name) {
+                    Some(i) => ToolChoice::Named(pointers::pointer(i)),
+                    None => req.tool_choice.clone(),
+                }
+            }
+            other => other.clone(),
+        };
+        let options = self.options(tool_choice, req.max_calls);
         let request_text = prompt::clean_request(&req.text);
         let grammar_request = Request {
             text: request_text.clone(),
@@ -379,7 +406,7 @@ impl Planner {
             |e: plansmith_grammar::GrammarError| PlannerError::Grammar(e.to_string());
         let prepared = self
             .engine
-            .prepare_hashed(&hash, &catalog, &options)
+            .prepare_hashed(&hash, &grammar_catalog, &options)
             .map_err(grammar_error)?;
         // The prompt goes first: a request too long for the model is a dead end, and building
         // its per-request constraint (copy spans over the whole request) would only waste time.
@@ -529,7 +556,8 @@ impl Planner {
         request: &str,
         text: &str,
     ) -> Result<Decoded, PlannerError> {
-        let validator = self.validator(hash, catalog)?;
+        let grammar_catalog = self.grammar_catalog(catalog);
+        let validator = self.validator(hash, &grammar_catalog)?;
         let (plan, violations) = match self.settings.syntax.parse(text) {
             Ok(plan) => {
                 let plan = if self.settings.syntax.is_untyped() {
@@ -538,6 +566,11 @@ impl Planner {
                     plan
                 };
                 let v = validator.validate(&plan, &self.settings.policy, Some(request));
+                let plan = if self.settings.tool_pointers {
+                    pointers::from_pointers(plan, catalog)
+                } else {
+                    plan
+                };
                 (Some(plan), v.into_iter().map(|v| v.to_string()).collect())
             }
             Err(e) => (None, vec![format!("does not parse: {e}")]),
@@ -719,9 +752,14 @@ impl Planner {
             Started::Ready { state, logits, .. } => (state, logits),
             Started::Overflow(_) => return Ok(f32::NEG_INFINITY),
         };
+        let plan = if self.settings.tool_pointers {
+            std::borrow::Cow::Owned(pointers::to_pointers(plan, &self.catalog))
+        } else {
+            std::borrow::Cow::Borrowed(plan)
+        };
         let ids = self
             .lm
-            .tokenize_completion(&self.settings.syntax.render(plan));
+            .tokenize_completion(&self.settings.syntax.render(&plan));
         if ids.is_empty() {
             return Ok(0.0);
         }

@@ -14,14 +14,22 @@ pub enum CatalogText {
     Signatures,
     /// A line per tool: signature and the first sentence of its description.
     Described,
+    /// `tools: t0=open(target) t1=set(target, value)`: signatures behind the pointers the
+    /// planner calls them by ([`crate::pointers`]).
+    Pointers,
 }
 
 impl CatalogText {
     pub fn of(settings: &PlannerSettings) -> CatalogText {
-        match (settings.tools_in_prompt, settings.tool_descriptions) {
-            (false, _) => CatalogText::Absent,
-            (true, false) => CatalogText::Signatures,
-            (true, true) => CatalogText::Described,
+        match (
+            settings.tools_in_prompt,
+            settings.tool_pointers,
+            settings.tool_descriptions,
+        ) {
+            (false, _, _) => CatalogText::Absent,
+            (true, true, _) => CatalogText::Pointers,
+            (true, false, false) => CatalogText::Signatures,
+            (true, false, true) => CatalogText::Described,
         }
     }
 }
@@ -35,6 +43,7 @@ pub fn prefix(catalog: &Catalog, text: CatalogText) -> String {
         CatalogText::Absent => String::new(),
         CatalogText::Signatures => format!("{}\n", catalog.compact_line()),
         CatalogText::Described => format!("{}\n", catalog.described_lines()),
+        CatalogText::Pointers => format!("{}\n", crate::pointers::signatures_line(catalog)),
     }
 }
 
@@ -80,10 +89,17 @@ mod tests {
             render(&catalog, CatalogText::of(&settings), request),
             "tools:\nwait(condition) Pause until an event happens.\nhold on until 5 pm\n=> "
         );
+        settings.tool_pointers = true;
+        assert_eq!(
+            render(&catalog, CatalogText::of(&settings), request),
+            "tools: t0=wait(condition)\nhold on until 5 pm\n=> "
+        );
         // Planners saved before descriptions existed read as signatures-only.
         let mut old = serde_json::to_value(PlannerSettings::dsl()).unwrap();
         old.as_object_mut().unwrap().remove("tool_descriptions");
+        old.as_object_mut().unwrap().remove("tool_pointers");
         let old: PlannerSettings = serde_json::from_value(old).unwrap();
         assert!(!old.tool_descriptions);
+        assert!(!old.tool_pointers);
     }
 }

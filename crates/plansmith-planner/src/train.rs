@@ -95,16 +95,27 @@ pub fn pair(
     settings: &PlannerSettings,
 ) -> Result<(String, String), PlannerError> {
     let cat = trace_catalog(trace, index, catalog)?;
+    let text = prompt::CatalogText::of(settings);
+    // A pointer planner sees each example's catalog in its own order, so a pointer is a
+    // place in this prompt's list, never a tool.
+    let cat = if text == prompt::CatalogText::Pointers {
+        std::borrow::Cow::Owned(crate::pointers::shuffled(
+            &cat,
+            fnv(index as u64, trace.request.as_bytes()),
+        ))
+    } else {
+        cat
+    };
     let cat = cat.as_ref();
-    let plan = plansmith_core::validate::schema_order(&trace.plan(), cat);
+    let mut plan = plansmith_core::validate::schema_order(&trace.plan(), cat);
+    if text == prompt::CatalogText::Pointers {
+        plan = crate::pointers::to_pointers(&plan, cat);
+    }
     let mut completion = settings.syntax.render(&plan);
     if !completion.ends_with('\n') {
         completion.push('\n');
     }
-    Ok((
-        prompt::render(cat, prompt::CatalogText::of(settings), &trace.request),
-        completion,
-    ))
+    Ok((prompt::render(cat, text, &trace.request), completion))
 }
 
 /// The catalog trace `index` (0-based) plans against: its own `tools`, else `default`.

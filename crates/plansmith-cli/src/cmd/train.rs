@@ -36,6 +36,12 @@ pub struct TrainArgs {
     /// without descriptions (shorter prompts; cannot match a request to a tool by its words).
     #[arg(long, requires = "tools_in_prompt")]
     no_descriptions: bool,
+    /// With --tools-in-prompt --no-descriptions: the planner calls a tool by its place in the
+    /// prompt's catalog (`tools: t0=open(target) t1=set(target, value)`, reply `t1(...)`), in a
+    /// catalog shuffled per training example, instead of spelling its name. Plans still leave
+    /// with real names. For tools whose names the training data never spelt.
+    #[arg(long, requires = "no_descriptions")]
+    tool_pointers: bool,
     /// Output syntax the model learns: dsl or envelope.
     #[arg(long, default_value = "dsl")]
     syntax: Syntax,
@@ -181,6 +187,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
             policy,
             tools_in_prompt: args.tools_in_prompt,
             tool_descriptions: args.tools_in_prompt && !args.no_descriptions,
+            tool_pointers: args.tool_pointers,
             confidence,
             ..PlannerSettings::dsl()
         },
