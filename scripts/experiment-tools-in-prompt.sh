@@ -16,6 +16,8 @@
 #   DROPOUT=0.1 scripts/experiment-tools-in-prompt.sh     # adds `train --piece-dropout 0.1`
 #   PASSES=2 scripts/experiment-tools-in-prompt.sh        # then a second pass on fresh data, as
 #                                                         # scripts/train-default.sh does
+#   POINTERS=1 scripts/experiment-tools-in-prompt.sh      # adds `train --tool-pointers` (tools
+#                                                         # called by their place in the catalog)
 # Last, the rename diagnostic (README, "Why `wait` gets nothing"): the held-out requests that
 # say the verb, with the word and its tool renamed (scripts/rename-verb.py).
 #   TAG=d128 scripts/experiment-tools-in-prompt.sh 2 200000 wait -- --no-descriptions --d-model 128
@@ -41,6 +43,7 @@ block="${BLOCK:-640}"   # dropout lengthens examples: described runs with it wan
 [ "$dropout" = 0 ] || out="$out-dropout-$dropout"
 [ -z "$described" ] || out="$out-described"
 [ -z "${TAG:-}" ] || out="$out-$TAG"
+[ -z "${POINTERS:-}" ] || { out="$out-pointers"; set -- "$@" --tool-pointers; }
 tools=examples/pace/tools.json
 cargo build --release -p plansmith
 bin="${CARGO_TARGET_DIR:-target}/release/plansmith"

@@ -8,6 +8,8 @@
 #   OUT=DIR VOCAB=N BLOCK=B scripts/train-default.sh   # a candidate elsewhere: N pieces, block B
 #                                       # (fewer pieces make longer prompts: 256 wants 768)
 #   PASSES=1 scripts/train-default.sh   # the first pass only (~35 minutes)
+#   POINTERS=1 scripts/train-default.sh # a planner that calls tools by their place in the
+#                                       # prompt's catalog (`train --tool-pointers`)
 #
 # Two passes: the first trains from scratch on one seed's data (kept in target/NAME-pass1; a
 # rerun skips it when it is there), the second continues from it on fresh data of seed + 100
@@ -21,6 +23,8 @@ seed="${1:-1}"
 out="${OUT:-crates/plansmith-planner/default}"
 vocab="${VOCAB:-512}"
 passes="${PASSES:-2}"
+pointers=
+[ -z "${POINTERS:-}" ] || pointers=--tool-pointers
 final="$out"
 [ "$passes" = 1 ] || out="target/$(basename "$final")-pass1"
 # The data depends only on the seed (one run per seed at a time: they share this directory).
@@ -49,7 +53,7 @@ head -n 2000 "$data/test.jsonl" > "$data/test-2k.jsonl"
 # before (README, "Held-out verb": 0.12 -> 0.47 on a verb never seen in training).
 if [ "$passes" = 1 ] || [ ! -f "$out/planner.json" ]; then
   "$bin" --threads 1 train --data "$data/train-mix.jsonl" --calibration "$data/calibration-3k.jsonl" \
-    --test "$data/test-2k.jsonl" --tools "$tools" --tools-in-prompt --no-descriptions \
+    --test "$data/test-2k.jsonl" --tools "$tools" --tools-in-prompt --no-descriptions $pointers \
     --out "$out" --codec piece --vocab "$vocab" --epochs 1 --lr 3e-3 \
     --batch-size 32 --block "${BLOCK:-640}" --d-model 96 --layers 3 --heads 4 --pos rope --confidence all \
     --seed 0
@@ -67,7 +71,7 @@ if [ "$passes" = 2 ]; then
     --copies 1 --synthetic 25000 --novel 80000 --seed "$((seed + 100))" --novel-wide-spelling
   cat "$data2/train-aug.jsonl" "$data2/train-fresh.jsonl" > "$data2/train-mix.jsonl"
   "$bin" --threads 1 train --data "$data2/train-mix.jsonl" --calibration "$data/calibration-3k.jsonl" \
-    --test "$data/test-2k.jsonl" --tools "$tools" --tools-in-prompt --no-descriptions \
+    --test "$data/test-2k.jsonl" --tools "$tools" --tools-in-prompt --no-descriptions $pointers \
     --init "$out" --out "$final" --epochs 1 --lr 1e-3 --batch-size 32 --confidence all --seed 0
   out="$final"
 fi

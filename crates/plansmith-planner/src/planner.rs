@@ -105,7 +105,7 @@ pub struct Outcome {
     pub confidence: f32,
     pub escalated: bool,
     pub source: Source,
-    /// The model's raw completion.
+    /// The model's completion (a pointer planner's with its pointers replaced by tool names).
     pub text: String,
     /// Why the plan escalated, when it did.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -133,6 +133,8 @@ mod duration_ms {
 /// What one constrained (or free) decode produced, before the gate.
 #[derive(Debug, Clone)]
 pub struct Decoded {
+    /// The completion (a pointer planner's with its pointers replaced by tool names, when it
+    /// parsed).
     pub text: String,
     /// Parsed, typed plan (None if the text did not parse).
     pub plan: Option<Plan>,
@@ -575,8 +577,19 @@ impl Planner {
             }
             Err(e) => (None, vec![format!("does not parse: {e}")]),
         };
+        // A pointer planner's reply says `t3(...)`; people and logs read the tools' names.
+        let text = match &plan {
+            Some(plan) if self.settings.tool_pointers => {
+                let mut named = self.settings.syntax.render(plan);
+                if text.ends_with('\n') && !named.ends_with('\n') {
+                    named.push('\n');
+                }
+                named
+            }
+            _ => text.to_string(),
+        };
         Ok(Decoded {
-            text: text.to_string(),
+            text,
             plan,
             violations,
             dead: None,

@@ -52,10 +52,16 @@ fn pointer_planners_name_tools_by_place_and_plans_leave_with_real_names() {
     let (summary, judged) = evaluate(&planner, &items(&fresh).unwrap(), false, |_, _| {}).unwrap();
     assert_eq!(summary.silent_wrong, 0, "{summary:?}");
     assert!(summary.agreement >= 0.9, "{summary:?}");
+    // It learnt to write pointers; the text it reports names the tools.
+    let (_, completion) =
+        plansmith_planner::train::pair(&fresh[0], 0, &common::catalog(), &planner.settings)
+            .unwrap();
+    assert!(completion.starts_with('t'), "{completion}");
     let right = judged.iter().find(|j| j.correct).unwrap();
+    let name = &right.decoded.plan.as_ref().unwrap().calls[0].name;
     assert!(
-        right.decoded.text.starts_with('t'),
-        "the reply calls a pointer: {}",
+        right.decoded.text.starts_with(name.as_str()),
+        "{}",
         right.decoded.text
     );
 
