@@ -152,4 +152,32 @@ mod tests {
             .collect();
         assert!(firsts.len() > 6, "first tools over 64 seeds: {firsts:?}");
     }
+
+    proptest::proptest! {
+        #[test]
+        fn pointers_round_trip_any_plan(
+            n in 1usize..40,
+            picks in proptest::collection::vec(0usize..64, 0..6),
+            stray in "[a-z0-9_]{1,6}",
+        ) {
+            let many = Catalog::from_value(&json!((0..n)
+                .map(|i| json!({"name": format!("tool_{i}"), "parameters": {"type": "object"}}))
+                .collect::<Vec<_>>()))
+            .unwrap();
+            let mut calls: Vec<Call> = picks
+                .iter()
+                .map(|&i| Call::new(format!("tool_{}", i % n), Default::default()))
+                .collect();
+            let pointed = to_pointers(&Plan::new(calls.clone()), &many);
+            for (call, &i) in pointed.calls.iter().zip(&picks) {
+                proptest::prop_assert_eq!(&call.name, &pointer(i % n));
+            }
+            proptest::prop_assert_eq!(from_pointers(pointed, &many), Plan::new(calls.clone()));
+            // Any other name comes back as it went in, or as the tool it points at.
+            calls.push(Call::new(stray.clone(), Default::default()));
+            let back = from_pointers(Plan::new(calls), &many);
+            let last = &back.calls.last().unwrap().name;
+            proptest::prop_assert!(last == &stray || many.get(last).is_some());
+        }
+    }
 }
