@@ -52,6 +52,17 @@ fn bad_catalog_exits_2_with_path() {
 }
 
 #[test]
+fn a_negative_name_prior_exits_2() {
+    let o = plansmith(&["plan", "--name-prior", "-1", "set the volume to 40"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("--name-prior must be a number >= 0, got -1"),
+        "{err}"
+    );
+}
+
+#[test]
 fn validate_exit_codes() {
     let tools = "examples/pace/tools.json";
     let ok = plansmith(&[

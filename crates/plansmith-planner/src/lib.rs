@@ -19,6 +19,7 @@ pub mod llama;
 pub mod lora_train;
 pub mod planner;
 pub mod pointers;
+mod prior;
 pub mod prompt;
 pub mod teacher;
 pub mod train;

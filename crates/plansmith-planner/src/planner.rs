@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::backend::{Lm, Started, TinyLm};
 use crate::teacher::Teacher;
 use crate::PlannerError;
-use crate::{pointers, prompt};
+use crate::{pointers, prior, prompt};
 
 /// Which tokens the confidence averages over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -52,6 +52,10 @@ pub struct PlannerSettings {
     #[serde(default)]
     pub confidence: ConfidenceMode,
     pub max_calls: usize,
+    /// Weight of the name-prior correction on the first call's tool name ([`crate::prior`]);
+    /// 0 decodes greedily on the model's own scores. DSL planners with tools in the prompt only.
+    #[serde(default)]
+    pub name_prior: f32,
 }
 
 impl PlannerSettings {
@@ -67,6 +71,7 @@ impl PlannerSettings {
             conf_floor: f32::MIN,
             confidence: ConfidenceMode::ChosenTokens,
             max_calls: 4,
+            name_prior: 0.0,
         }
     }
 
@@ -83,6 +88,7 @@ impl PlannerSettings {
             conf_floor: f32::MIN,
             confidence: ConfidenceMode::ChosenTokens,
             max_calls: 8,
+            name_prior: 0.0,
         }
     }
 }
@@ -312,6 +318,11 @@ impl Planner {
         self.settings.conf_floor = floor;
     }
 
+    /// Set the name-prior correction's weight ([`PlannerSettings::name_prior`]).
+    pub fn set_name_prior(&mut self, weight: f32) {
+        self.settings.name_prior = weight;
+    }
+
     pub fn engine(&self) -> &Engine {
         &self.engine
     }
@@ -432,6 +443,7 @@ impl Planner {
             }
             Started::Overflow(reason) => return Ok(dead_end(reason)),
         };
+        let mut prior = self.name_prior(&catalog, &hash, &options.tool_choice)?;
         let mut constraint = self
             .engine
             .constraint_for(&prepared, &grammar_request)
@@ -479,6 +491,7 @@ impl Planner {
                 }
                 logits = prev;
                 out_ids.extend_from_slice(&forced);
+                self.follow_prior(&mut prior, &forced, &constraint.output_text())?;
                 continue;
             }
             let mask = match constraint.mask() {
@@ -497,7 +510,10 @@ impl Planner {
                 break;
             }
             let tok = if out_ids.len() < max_new {
-                masked_argmax(&logits, |id| mask.is_allowed(id))
+                match &prior {
+                    Some(p) => masked_argmax(&p.adjusted(&logits), |id| mask.is_allowed(id)),
+                    None => masked_argmax(&logits, |id| mask.is_allowed(id)),
+                }
             } else {
                 // Over budget (a model repeating itself inside an unbounded string or
                 // array): steer to the end of the output through closing tokens, so the
@@ -524,6 +540,7 @@ impl Planner {
                 break;
             }
             out_ids.push(tok);
+            self.follow_prior(&mut prior, &[tok], &constraint.output_text())?;
             if state.room() == 0 {
                 dead = Some("ran out of context".into());
                 break;
@@ -548,6 +565,51 @@ impl Planner {
         decoded.forced_tokens = n_all - n_chosen;
         decoded.chosen_tokens = n_chosen;
         Ok(decoded)
+    }
+
+    /// The empty request's state for the name-prior correction, when it applies: a weight
+    /// above 0, a DSL planner reading its tools from the prompt, and the tool not forced.
+    fn name_prior(
+        &self,
+        catalog: &Catalog,
+        hash: &str,
+        tool_choice: &ToolChoice,
+    ) -> Result<Option<prior::NamePrior<'_>>, PlannerError> {
+        let applies = self.settings.name_prior > 0.0
+            && self.settings.tools_in_prompt
+            && self.settings.syntax == Syntax::Dsl
+            && !matches!(tool_choice, ToolChoice::Named(_));
+        if !applies {
+            return Ok(None);
+        }
+        Ok(
+            match self
+                .lm
+                .start(catalog, hash, "", prompt::CatalogText::of(&self.settings))?
+            {
+                Started::Ready { state, logits, .. } => Some(prior::NamePrior::new(
+                    state,
+                    logits,
+                    self.settings.name_prior,
+                )),
+                Started::Overflow(_) => None,
+            },
+        )
+    }
+
+    /// Move the correction past `ids`; it ends with the first name (or the context).
+    fn follow_prior(
+        &self,
+        prior: &mut Option<prior::NamePrior<'_>>,
+        ids: &[u32],
+        reply: &str,
+    ) -> Result<(), PlannerError> {
+        if let Some(p) = prior {
+            if !prior::in_first_name(reply) || !p.advance(ids)? {
+                *prior = None;
+            }
+        }
+        Ok(())
     }
 
     /// Parse, type and validate a completion text.

@@ -98,8 +98,10 @@ mod tests {
         let mut old = serde_json::to_value(PlannerSettings::dsl()).unwrap();
         old.as_object_mut().unwrap().remove("tool_descriptions");
         old.as_object_mut().unwrap().remove("tool_pointers");
+        old.as_object_mut().unwrap().remove("name_prior");
         let old: PlannerSettings = serde_json::from_value(old).unwrap();
         assert!(!old.tool_descriptions);
         assert!(!old.tool_pointers);
+        assert_eq!(old.name_prior, 0.0);
     }
 }

@@ -31,6 +31,11 @@ pub struct ModelArgs {
     /// A PEFT LoRA adapter directory merged into the --gguf model at load.
     #[arg(long, requires = "gguf", value_name = "DIR")]
     pub lora: Option<PathBuf>,
+    /// Rank the first call's tool name by how much the request raises it over an empty
+    /// request: log p(name | request) - W * log p(name | no request). Helps tools the planner
+    /// never saw against ones it saw often; 0 (the default) is the model's own ranking.
+    #[arg(long, value_name = "W", allow_hyphen_values = true)]
+    pub name_prior: Option<f32>,
 }
 
 /// What happens to a plan after decoding: the confidence floor and escalation.
@@ -53,7 +58,7 @@ pub struct GateArgs {
 
 /// The model alone (no floor override, no teacher).
 pub fn load_model(args: &ModelArgs) -> anyhow::Result<Planner> {
-    Ok(match (&args.planner, &args.gguf) {
+    let mut planner = match (&args.planner, &args.gguf) {
         (Some(dir), _) => Planner::load(dir)?,
         (None, Some(model)) => {
             // The default catalog of a pretrained planner is the embedded planner's (Pace);
@@ -70,7 +75,15 @@ pub fn load_model(args: &ModelArgs) -> anyhow::Result<Planner> {
             )?
         }
         (None, None) => plansmith_planner::default_planner()?,
-    })
+    };
+    if let Some(w) = args.name_prior {
+        anyhow::ensure!(
+            w.is_finite() && w >= 0.0,
+            "--name-prior must be a number >= 0, got {w}"
+        );
+        planner.set_name_prior(w);
+    }
+    Ok(planner)
 }
 
 pub fn load_planner(args: &PlannerArgs) -> anyhow::Result<Planner> {

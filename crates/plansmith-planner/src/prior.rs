@@ -1,0 +1,121 @@
+//! Name-prior correction for the first tool a plan calls ("surface form competition",
+//! Holtzman et al. 2021; contextual calibration, Zhao et al. 2021).
+//!
+//! A small planner learns how often each tool is called as well as when. A tool it never saw
+//! starts with a name the model finds unlikely whatever the request says, so a familiar tool
+//! wins. The correction ranks the first call's name tokens by how much the request raises
+//! them: `log p(t | request) - weight * log p(t | empty request)`, the second term read from
+//! the same catalog with no request. Only the choice changes; confidence stays the model's own
+//! log-probability, so the calibrated floor keeps its meaning.
+
+use crate::backend::DecodeState;
+use crate::PlannerError;
+
+/// The empty-request decoding state that runs beside a request's, through the first name.
+pub(crate) struct NamePrior<'a> {
+    state: Box<dyn DecodeState + 'a>,
+    logits: Vec<f32>,
+    weight: f32,
+}
+
+impl<'a> NamePrior<'a> {
+    pub(crate) fn new(state: Box<dyn DecodeState + 'a>, logits: Vec<f32>, weight: f32) -> Self {
+        NamePrior {
+            state,
+            logits,
+            weight,
+        }
+    }
+
+    /// The request's next-token scores with the empty request's prior taken out.
+    pub(crate) fn adjusted(&self, logits: &[f32]) -> Vec<f32> {
+        let request = log_softmax(logits);
+        let prior = log_softmax(&self.logits);
+        request
+            .iter()
+            .zip(&prior)
+            .map(|(r, p)| r - self.weight * p)
+            .collect()
+    }
+
+    /// Follow the request's decode by `ids`. Returns false when the empty request's context is
+    /// full (the correction then stops).
+    pub(crate) fn advance(&mut self, ids: &[u32]) -> Result<bool, PlannerError> {
+        if ids.is_empty() {
+            return Ok(true);
+        }
+        if ids.len() > self.state.room() {
+            return Ok(false);
+        }
+        let rows = self.state.feed(ids)?;
+        if let Some(last) = rows.into_iter().last() {
+            self.logits = last;
+        }
+        Ok(true)
+    }
+}
+
+/// Whether a DSL reply so far is still inside its first tool name (no `(` yet).
+pub(crate) fn in_first_name(reply: &str) -> bool {
+    !reply.contains('(')
+}
+
+fn log_softmax(logits: &[f32]) -> Vec<f32> {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let sum: f32 = logits.iter().map(|l| (l - max).exp()).sum();
+    let norm = max + sum.ln();
+    logits.iter().map(|l| l - norm).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fixed(Vec<f32>);
+
+    impl DecodeState for Fixed {
+        fn feed(&mut self, ids: &[u32]) -> Result<Vec<Vec<f32>>, PlannerError> {
+            Ok(ids.iter().map(|_| self.0.clone()).collect())
+        }
+        fn step(&mut self, _id: u32) -> Result<Vec<f32>, PlannerError> {
+            Ok(self.0.clone())
+        }
+        fn room(&self) -> usize {
+            4
+        }
+    }
+
+    fn argmax(v: &[f32]) -> usize {
+        (0..v.len()).fold(0, |b, i| if v[i] > v[b] { i } else { b })
+    }
+
+    #[test]
+    fn a_tool_the_request_raises_beats_one_that_is_merely_common() {
+        // Token 0: a common tool, likely with or without the request (0.95 a priori, 0.73
+        // given it). Token 1: a rare one the request makes almost six times likelier.
+        let prior = vec![3.0, 0.0];
+        let request = vec![3.0, 2.0];
+        let np = NamePrior::new(Box::new(Fixed(prior.clone())), prior, 1.0);
+        assert_eq!(argmax(&request), 0, "uncorrected, the common tool wins");
+        assert_eq!(argmax(&np.adjusted(&request)), 1);
+        // Weight 0 is the model's own ranking.
+        let off = NamePrior::new(Box::new(Fixed(vec![0.0, 0.0])), vec![9.0, 0.0], 0.0);
+        assert_eq!(argmax(&off.adjusted(&request)), 0);
+    }
+
+    #[test]
+    fn advancing_past_the_context_stops_the_correction() {
+        let mut np = NamePrior::new(Box::new(Fixed(vec![1.0, 0.0])), vec![0.0, 0.0], 1.0);
+        assert!(np.advance(&[1, 2]).unwrap());
+        assert_eq!(np.logits, vec![1.0, 0.0]);
+        assert!(!np.advance(&[1, 2, 3, 4, 5]).unwrap());
+    }
+
+    #[test]
+    fn the_first_name_ends_at_its_parenthesis() {
+        assert!(in_first_name(""));
+        assert!(in_first_name("wa"));
+        assert!(!in_first_name("wait("));
+        assert!(!in_first_name("wait(condition=x) | se"));
+    }
+}
