@@ -491,7 +491,7 @@ impl Planner {
                 }
                 logits = prev;
                 out_ids.extend_from_slice(&forced);
-                self.follow_prior(&mut prior, &forced, &constraint.output_text())?;
+                prior::follow(&mut prior, &forced, || constraint.output_text())?;
                 continue;
             }
             let mask = match constraint.mask() {
@@ -540,7 +540,7 @@ impl Planner {
                 break;
             }
             out_ids.push(tok);
-            self.follow_prior(&mut prior, &[tok], &constraint.output_text())?;
+            prior::follow(&mut prior, &[tok], || constraint.output_text())?;
             if state.room() == 0 {
                 dead = Some("ran out of context".into());
                 break;
@@ -595,21 +595,6 @@ impl Planner {
                 Started::Overflow(_) => None,
             },
         )
-    }
-
-    /// Move the correction past `ids`; it ends with the first name (or the context).
-    fn follow_prior(
-        &self,
-        prior: &mut Option<prior::NamePrior<'_>>,
-        ids: &[u32],
-        reply: &str,
-    ) -> Result<(), PlannerError> {
-        if let Some(p) = prior {
-            if !prior::in_first_name(reply) || !p.advance(ids)? {
-                *prior = None;
-            }
-        }
-        Ok(())
     }
 
     /// Parse, type and validate a completion text.

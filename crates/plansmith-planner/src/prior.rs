@@ -14,7 +14,8 @@ use crate::PlannerError;
 /// The empty-request decoding state that runs beside a request's, through the first name.
 pub(crate) struct NamePrior<'a> {
     state: Box<dyn DecodeState + 'a>,
-    logits: Vec<f32>,
+    /// Log-probabilities of the next token given the empty request.
+    prior: Vec<f32>,
     weight: f32,
 }
 
@@ -22,18 +23,16 @@ impl<'a> NamePrior<'a> {
     pub(crate) fn new(state: Box<dyn DecodeState + 'a>, logits: Vec<f32>, weight: f32) -> Self {
         NamePrior {
             state,
-            logits,
+            prior: log_softmax(&logits),
             weight,
         }
     }
 
     /// The request's next-token scores with the empty request's prior taken out.
     pub(crate) fn adjusted(&self, logits: &[f32]) -> Vec<f32> {
-        let request = log_softmax(logits);
-        let prior = log_softmax(&self.logits);
-        request
+        log_softmax(logits)
             .iter()
-            .zip(&prior)
+            .zip(&self.prior)
             .map(|(r, p)| r - self.weight * p)
             .collect()
     }
@@ -48,11 +47,26 @@ impl<'a> NamePrior<'a> {
             return Ok(false);
         }
         let rows = self.state.feed(ids)?;
-        if let Some(last) = rows.into_iter().last() {
-            self.logits = last;
+        if let Some(last) = rows.last() {
+            self.prior = log_softmax(last);
         }
         Ok(true)
     }
+}
+
+/// Move a running correction past `ids`; it ends with the first name (or the context). The
+/// reply text is read only while the correction runs: decoding without one pays nothing.
+pub(crate) fn follow(
+    prior: &mut Option<NamePrior<'_>>,
+    ids: &[u32],
+    reply: impl FnOnce() -> String,
+) -> Result<(), PlannerError> {
+    if let Some(p) = prior {
+        if !in_first_name(&reply()) || !p.advance(ids)? {
+            *prior = None;
+        }
+    }
+    Ok(())
 }
 
 /// Whether a DSL reply so far is still inside its first tool name (no `(` yet).
@@ -107,7 +121,7 @@ mod tests {
     fn advancing_past_the_context_stops_the_correction() {
         let mut np = NamePrior::new(Box::new(Fixed(vec![1.0, 0.0])), vec![0.0, 0.0], 1.0);
         assert!(np.advance(&[1, 2]).unwrap());
-        assert_eq!(np.logits, vec![1.0, 0.0]);
+        assert_eq!(np.prior, log_softmax(&[1.0, 0.0]));
         assert!(!np.advance(&[1, 2, 3, 4, 5]).unwrap());
     }
 
