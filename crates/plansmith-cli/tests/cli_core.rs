@@ -63,6 +63,36 @@ fn a_negative_name_prior_exits_2() {
 }
 
 #[test]
+fn a_catalog_too_long_for_the_default_planner_exits_2_naming_it() {
+    let dir = std::env::temp_dir().join(format!("plansmith-cli-long-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("many.json");
+    let tools: Vec<serde_json::Value> = (0..300)
+        .map(|i| {
+            serde_json::json!({"name": format!("tool_number_{i}"),
+                "parameters": {"type": "object", "properties": {"value": {"type": "string"}}}})
+        })
+        .collect();
+    std::fs::write(&file, serde_json::to_string(&tools).unwrap()).unwrap();
+    let file = file.to_str().unwrap();
+    for args in [
+        vec!["plan", "--tools", file, "set a timer for 5 minutes"],
+        vec!["serve", "--tools", file, "--addr", "127.0.0.1:0"],
+    ] {
+        let o = plansmith(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains("the tool catalog (300 tools) takes")
+                && err.contains("context holds 640")
+                && err.contains("send fewer tools"),
+            "{args:?}: {err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn validate_exit_codes() {
     let tools = "examples/pace/tools.json";
     let ok = plansmith(&[

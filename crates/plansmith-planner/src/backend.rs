@@ -16,6 +16,10 @@ use crate::llama::LlamaLm;
 use crate::prompt::{self, CatalogText};
 use crate::PlannerError;
 
+/// Context a short request, the arrow and a one-call reply take: what the advice in
+/// [`PlannerError::CatalogTooLong`] leaves free.
+const REQUEST_ROOM: usize = 48;
+
 /// A model plus the way requests are put to it.
 pub enum Lm {
     Tiny(TinyLm),
@@ -153,6 +157,7 @@ impl Lm {
             Lm::Tiny(t) => {
                 let (mut cache, prefix_hit) = t.prefix_state(catalog, hash, catalog_text)?;
                 let ids = t.codec.encode(&format!("{request}{}", prompt::ARROW));
+                let tools_tokens = cache.len();
                 match t.fast.forward(&ids, &mut cache, Rows::Last) {
                     Ok(logits) => Ok(Started::Ready {
                         state: Box::new(TinyState {
@@ -163,14 +168,35 @@ impl Lm {
                         prefix_hit,
                     }),
                     Err(plansmith_lm::LmError::ContextOverflow { needed, block }) => {
-                        Ok(Started::Overflow(format!(
-                            "request too long for the model ({needed} > {block} tokens)"
-                        )))
+                        Ok(Started::Overflow(if tools_tokens == 0 {
+                            format!("request too long for the model ({needed} > {block} tokens)")
+                        } else {
+                            format!(
+                                "request too long for the model: the tools take {tools_tokens} \
+                                 tokens and the request {}, more than its {block}",
+                                needed.saturating_sub(tools_tokens)
+                            )
+                        }))
                     }
                     Err(e) => Err(e.into()),
                 }
             }
             Lm::Llama(l) => l.start(catalog, hash, request),
+        }
+    }
+
+    /// Check that `catalog`'s prompt fits the context with room for a request (for a tiny
+    /// model this also computes and caches its prefix).
+    pub(crate) fn check_catalog(
+        &self,
+        catalog: &Catalog,
+        hash: &str,
+        catalog_text: CatalogText,
+    ) -> Result<(), PlannerError> {
+        match self {
+            Lm::Tiny(t) => t.prefix_state(catalog, hash, catalog_text).map(|_| ()),
+            // The chat prompt is measured per request (its overflow names the prompt length).
+            Lm::Llama(_) => Ok(()),
         }
     }
 
@@ -219,9 +245,20 @@ impl TinyLm {
         {
             return Ok((cache.clone(), Some(true)));
         }
+        let ids = self.codec.encode(&text);
+        let block = self.model.config().block;
+        // A tools line that fills the context leaves no request any room: refuse the catalog
+        // (one that leaves a little makes long requests dead ends, named in `start`).
+        if ids.len() >= block {
+            return Err(PlannerError::CatalogTooLong {
+                tools: catalog.len(),
+                tokens: ids.len(),
+                block,
+                fit: block.saturating_sub(REQUEST_ROOM) * catalog.len() / ids.len().max(1),
+            });
+        }
         let mut cache = InferCache::new();
-        self.fast
-            .forward(&self.codec.encode(&text), &mut cache, Rows::Last)?;
+        self.fast.forward(&ids, &mut cache, Rows::Last)?;
         let mut map = self.prefixes.lock().map_err(|_| PlannerError::Poisoned)?;
         if map.len() >= 32 {
             map.clear();

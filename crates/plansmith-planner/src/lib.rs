@@ -55,4 +55,16 @@ pub enum PlannerError {
     Data(String),
     #[error("internal lock poisoned (a planner thread panicked)")]
     Poisoned,
+    /// The catalog's tools line alone fills the model's context: no request can follow it.
+    #[error(
+        "the tool catalog ({tools} tools) takes {tokens} tokens of prompt, but this planner's \
+         context holds {block}; send fewer tools (about {fit} of this size leave room for a \
+         request) or use a planner trained with a larger --block"
+    )]
+    CatalogTooLong {
+        tools: usize,
+        tokens: usize,
+        block: usize,
+        fit: usize,
+    },
 }

@@ -396,6 +396,15 @@ impl Planner {
         }
     }
 
+    /// Whether `catalog` (None: the planner's own) fits this planner's prompt, leaving room
+    /// for a request: [`PlannerError::CatalogTooLong`] when it cannot. A server checks its
+    /// catalog once at start instead of failing every request.
+    pub fn check_catalog(&self, catalog: Option<&Arc<Catalog>>) -> Result<(), PlannerError> {
+        let (catalog, hash) = self.catalog_and_hash(catalog);
+        self.lm
+            .check_catalog(&catalog, &hash, prompt::CatalogText::of(&self.settings))
+    }
+
     /// Constrained greedy decode of one request (no gate, no teacher).
     pub fn decode(&self, req: &PlanRequest) -> Result<Decoded, PlannerError> {
         let (catalog, hash) = self.catalog_and_hash(req.catalog.as_ref());

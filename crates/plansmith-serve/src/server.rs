@@ -91,6 +91,9 @@ impl AppState {
             .tools
             .clone()
             .unwrap_or_else(|| planner.catalog.clone());
+        planner
+            .check_catalog(Some(&catalog))
+            .map_err(|e| ServeError::Config(e.to_string()))?;
         let p = planner.clone();
         let work: Work<PlanRequest, Job> = Arc::new(move |req: &PlanRequest| p.plan_request(req));
         let pool = Pool::new(config.workers, config.queue, work)?;
@@ -172,6 +175,9 @@ impl AppState {
                 "tools",
                 format!("invalid tool catalog: {e}"),
             )),
+            Ok(Err(e @ PlannerError::CatalogTooLong { .. })) if request_had_tools => {
+                Err(ApiError::invalid("tools", e.to_string()))
+            }
             Ok(Err(e)) => Err(ApiError::internal(format!("planning failed: {e}"))),
         }
     }

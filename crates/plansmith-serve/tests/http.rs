@@ -637,3 +637,67 @@ async fn timeouts_and_a_full_queue_answer_cleanly() {
     );
     server.shutdown().await.unwrap();
 }
+
+/// `n` one-argument tools: enough of them outgrow any tiny planner's context.
+fn many_tools(n: usize) -> Value {
+    (0..n)
+        .map(|i| {
+            json!({"type": "function", "function": {
+                "name": format!("tool_number_{i}"),
+                "parameters": {"type": "object", "properties": {"value": {"type": "string"}}},
+            }})
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_catalog_too_long_for_the_context_is_refused_by_name() {
+    // The embedded default planner puts the catalog in its prompt (block 640).
+    let default = std::sync::Arc::new(plansmith_planner::default_planner().expect("default"));
+    let big = std::sync::Arc::new(plansmith_core::Catalog::from_value(&many_tools(300)).unwrap());
+    let config = ServeConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        workers: 1,
+        ..ServeConfig::default()
+    };
+    let refused = spawn(
+        default.clone(),
+        ServeConfig {
+            tools: Some(big),
+            ..config.clone()
+        },
+    )
+    .await
+    .err()
+    .expect("a server whose catalog cannot fit must not start");
+    let message = refused.to_string();
+    assert!(
+        message.contains("the tool catalog (300 tools) takes") && message.contains("holds 640"),
+        "{message}"
+    );
+
+    let server = spawn(default, config).await.expect("server starts");
+    let mut c = Client::new(server.addr);
+    let body = json!({"messages": user("set a timer for 5 minutes"), "tools": many_tools(300)});
+    let r = c
+        .send(Method::POST, "/v1/chat/completions", &[], body.to_string())
+        .await
+        .unwrap();
+    assert_eq!(r.status, 400, "{}", r.text());
+    let e = error_of(&r);
+    assert_eq!(e["param"], "tools", "{}", r.text());
+    let m = e["message"].as_str().unwrap();
+    assert!(
+        m.contains("300 tools") && m.contains("send fewer tools"),
+        "{m}"
+    );
+    // A catalog that fits still plans, on the same server.
+    let body = json!({"messages": user("set a timer for 5 minutes"), "tools": many_tools(3)});
+    let r = c
+        .send(Method::POST, "/v1/chat/completions", &[], body.to_string())
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    healthy(&mut c).await;
+    server.shutdown().await.unwrap();
+}
