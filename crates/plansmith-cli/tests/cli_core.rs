@@ -74,10 +74,17 @@ fn a_catalog_too_long_for_the_default_planner_exits_2_naming_it() {
         })
         .collect();
     std::fs::write(&file, serde_json::to_string(&tools).unwrap()).unwrap();
+    // An evaluation trace that carries the same catalog as its own `tools`, after one that fits.
+    let traces = dir.join("traces.jsonl");
+    let fits = serde_json::json!({"request": "scroll down", "calls": []});
+    let long =
+        serde_json::json!({"request": "set a timer for 5 minutes", "calls": [], "tools": tools});
+    std::fs::write(&traces, format!("{fits}\n{long}\n")).unwrap();
     let file = file.to_str().unwrap();
     for args in [
         vec!["plan", "--tools", file, "set a timer for 5 minutes"],
         vec!["serve", "--tools", file, "--addr", "127.0.0.1:0"],
+        vec!["eval", "traces", "--data", traces.to_str().unwrap()],
     ] {
         let o = plansmith(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
@@ -88,6 +95,9 @@ fn a_catalog_too_long_for_the_default_planner_exits_2_naming_it() {
                 && err.contains("send fewer tools"),
             "{args:?}: {err}"
         );
+        if args[0] == "eval" {
+            assert!(err.contains("trace 2: "), "{err}");
+        }
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -25,7 +25,7 @@ pub fn items(traces: &[Trace]) -> Result<Vec<Item>, PlannerError> {
             let catalog = match &t.tools {
                 None => None,
                 Some(v) => Some(std::sync::Arc::new(Catalog::from_value(v).map_err(
-                    |e| PlannerError::Data(format!("trace {}: tools: {e}", i + 1)),
+                    |e| PlannerError::EvalData(format!("trace {}: tools: {e}", i + 1)),
                 )?)),
             };
             Ok(Item {
@@ -109,7 +109,13 @@ pub fn evaluate(
     let mut latencies = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let t = std::time::Instant::now();
-        judged.push(judge(planner, item)?);
+        judged.push(judge(planner, item).map_err(|e| match e {
+            // A trace's own catalog: say which trace carries it.
+            PlannerError::CatalogTooLong { .. } if item.catalog.is_some() => {
+                PlannerError::EvalData(format!("trace {}: {e}", i + 1))
+            }
+            e => e,
+        })?);
         latencies.push(t.elapsed().as_secs_f64() * 1e3);
         progress(i + 1, items.len());
     }

@@ -53,6 +53,8 @@ pub enum PlannerError {
     Model { path: String, message: String },
     #[error("training data: {0}")]
     Data(String),
+    #[error("evaluation data: {0}")]
+    EvalData(String),
     #[error("internal lock poisoned (a planner thread panicked)")]
     Poisoned,
     /// The catalog's tools line alone fills the model's context: no request can follow it.
