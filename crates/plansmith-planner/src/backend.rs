@@ -185,8 +185,8 @@ impl Lm {
         }
     }
 
-    /// Check that `catalog`'s prompt fits the context with room for a request (for a tiny
-    /// model this also computes and caches its prefix).
+    /// Check that `catalog`'s tools line leaves the context any room for a request (for a
+    /// tiny model this also computes and caches its prefix).
     pub(crate) fn check_catalog(
         &self,
         catalog: &Catalog,

@@ -396,8 +396,8 @@ impl Planner {
         }
     }
 
-    /// Whether `catalog` (None: the planner's own) fits this planner's prompt, leaving room
-    /// for a request: [`PlannerError::CatalogTooLong`] when it cannot. A server checks its
+    /// Whether `catalog` (None: the planner's own) leaves this planner's context any room for
+    /// a request: [`PlannerError::CatalogTooLong`] when its tools line fills it. A server checks its
     /// catalog once at start instead of failing every request.
     pub fn check_catalog(&self, catalog: Option<&Arc<Catalog>>) -> Result<(), PlannerError> {
         let (catalog, hash) = self.catalog_and_hash(catalog);
