@@ -99,6 +99,17 @@ fn a_catalog_too_long_for_the_default_planner_exits_2_naming_it() {
             assert!(err.contains("trace 2: "), "{err}");
         }
     }
+    // 62 of those tools fit, but leave this request's reply 2 tokens: the escalation says so.
+    let fits = dir.join("sixty-two.json");
+    std::fs::write(&fits, serde_json::to_string(&tools[..62]).unwrap()).unwrap();
+    let request = "set the tool number 3 value to 5 minutes now please";
+    let o = plansmith(&["plan", "--tools", fits.to_str().unwrap(), request]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("ran out of context: the prompt left 2 tokens for the reply"),
+        "{}",
+        stdout(&o)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

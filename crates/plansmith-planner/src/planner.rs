@@ -452,6 +452,12 @@ impl Planner {
             }
             Started::Overflow(reason) => return Ok(dead_end(reason)),
         };
+        // What the prompt (tools line and request) left for the reply, for the dead-end reason.
+        let out_of_context = format!(
+            "ran out of context: the prompt left {} tokens for the reply (fewer tools or a \
+             shorter request leave more)",
+            state.room()
+        );
         let mut prior = self.name_prior(&catalog, &hash, &options.tool_choice)?;
         let mut constraint = self
             .engine
@@ -481,7 +487,7 @@ impl Planner {
             .collect();
             if !forced.is_empty() {
                 if forced.len() > state.room() {
-                    dead = Some("ran out of context".to_string());
+                    dead = Some(out_of_context);
                     break;
                 }
                 if let Err(d) = constraint.commit_all(&forced) {
@@ -551,7 +557,7 @@ impl Planner {
             out_ids.push(tok);
             prior::follow(&mut prior, &[tok], || constraint.output_text())?;
             if state.room() == 0 {
-                dead = Some("ran out of context".into());
+                dead = Some(out_of_context);
                 break;
             }
             if out_ids.len() >= 2 * max_new {
