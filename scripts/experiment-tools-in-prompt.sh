@@ -13,6 +13,7 @@
 #   # `-- ` alone puts descriptions in the prompt (a line per tool; ~3x slower to train)
 #   SWAPPED=40000 scripts/experiment-tools-in-prompt.sh   # adds `data augment --swapped 40000`
 #   WIDE=1 scripts/experiment-tools-in-prompt.sh          # adds `--novel-wide-spelling`
+#   DURATIONS=1 scripts/experiment-tools-in-prompt.sh     # adds `--novel-durations`
 #   DROPOUT=0.1 scripts/experiment-tools-in-prompt.sh     # adds `train --piece-dropout 0.1`
 #   PASSES=2 scripts/experiment-tools-in-prompt.sh        # then a second pass on fresh data, as
 #                                                         # scripts/train-default.sh does
@@ -38,6 +39,7 @@ swapped="${SWAPPED:-0}"
 out="target/tools-in-prompt-$verb-$n-$seed"
 [ "$swapped" = 0 ] || out="$out-swapped-$swapped"
 [ -z "${WIDE:-}" ] || { out="$out-wide"; alternatives="$alternatives --novel-wide-spelling"; }
+[ -z "${DURATIONS:-}" ] || { out="$out-durations"; alternatives="$alternatives --novel-durations"; }
 dropout="${DROPOUT:-0}"
 block="${BLOCK:-640}"   # dropout lengthens examples: described runs with it want ~768
 [ "$dropout" = 0 ] || out="$out-dropout-$dropout"

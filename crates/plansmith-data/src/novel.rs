@@ -108,6 +108,9 @@ const UNITS: &[&str] = &[
 const INT_PREFIXES: &[&str] = &[
     "max", "limit", "delay", "duration", "within", "budget", "span",
 ];
+/// Durations for [`NovelOptions::durations`]: a request that gives only a length of time.
+const DURATION_UNITS: &[&str] = &["seconds", "minutes", "hours"];
+const DURATION_LINKS: &[&str] = &["", "for ", "for about ", "about ", "another "];
 #[rustfmt::skip]
 const INT_PHRASES: &[&str] = &[
     "for {n} {u}", "within {n} {u}", "but no longer than {n} {u}", "but no more than {n} {u}",
@@ -331,9 +334,39 @@ pub(crate) fn invented_distractor(rng: &mut Rng, taken: &mut HashSet<String>) ->
         .remove(0)
 }
 
+/// A request that gives only a duration ("snooze for 20 minutes") for a tool with one
+/// required string parameter: the duration is the phrase, so it is that parameter's value,
+/// and the number also fills the integer parameter when that counts in the same unit (no
+/// unit is converted: a limit in seconds stays unset for "20 minutes").
+fn duration_draft(rng: &mut Rng, inv: &Invented) -> Draft {
+    let mut d = Draft::new("novel", Style::Imperative);
+    let verb = rng.pick(&inv.verbs).clone();
+    let own_unit = inv
+        .int
+        .as_ref()
+        .map(|(_, u)| *u)
+        .filter(|u| DURATION_UNITS.contains(u));
+    let unit = match own_unit {
+        Some(u) if rng.chance(0.5) => u,
+        _ => *rng.pick(DURATION_UNITS),
+    };
+    let n = rng.range(2, 900);
+    d.slot("s0", "value", format!("{n} {unit}"));
+    d.tpl = format!("{verb} {}{{s0}}", rng.pick(DURATION_LINKS));
+    let mut args = vec![("s0", A::Slot("s0"))];
+    if own_unit == Some(unit) {
+        args.push(("n", A::Int("s0")));
+    }
+    d.calls.push(call("x", args));
+    d
+}
+
 /// A request for `tool`: its verb, the phrases for its string parameters, maybe its limit.
 /// Tool and parameter names are placeholders (`x`, `s0`, `s1`, `n`) renamed after rendering.
-fn draft(rng: &mut Rng, inv: &Invented, required: usize) -> Draft {
+fn draft(rng: &mut Rng, inv: &Invented, required: usize, opts: NovelOptions) -> Draft {
+    if opts.durations && required == 1 && rng.chance(0.2) {
+        return duration_draft(rng, inv);
+    }
     let mut d = Draft::new("novel", Style::Imperative);
     let verb = rng.pick(&inv.verbs).clone();
     let mut core = verb.clone();
@@ -409,6 +442,11 @@ pub struct NovelOptions {
     /// Made-up verbs use more onsets and codas (`whaist`, `chu`), so their names begin with
     /// more of the pieces a real new tool's name may begin with.
     pub wide_spelling: bool,
+    /// A fifth of the requests for a tool with one required string parameter give only a
+    /// duration ("snooze for 20 minutes" -> `snooze(moment=20 minutes)`), which is then that
+    /// parameter's value, and the integer parameter's too when it counts in the same unit:
+    /// durations are phrases like any other, which the other requests never show.
+    pub durations: bool,
 }
 
 /// [`novel_traces`] with [`NovelOptions`].
@@ -457,7 +495,7 @@ pub fn novel_traces_with(
         let required = target.tool["function"]["parameters"]["required"]
             .as_array()
             .map_or(0, Vec::len);
-        let d = draft(&mut rng, &target, required);
+        let d = draft(&mut rng, &target, required, opts);
         let r = gen::realize(&d, &mut rng);
         if !seen.insert(r.request.to_lowercase()) {
             continue;

@@ -143,6 +143,7 @@ fn invented_tools_validate_need_the_catalog_and_avoid_the_held_out_verb() {
     let opts = plansmith_data::NovelOptions {
         alternatives: true,
         wide_spelling: true,
+        ..Default::default()
     };
     let traces = plansmith_data::novel_traces_with(1500, 5, &others, &others, opts).unwrap();
     assert_eq!(traces.len(), 1500);
@@ -222,4 +223,67 @@ fn invented_tools_validate_need_the_catalog_and_avoid_the_held_out_verb() {
     for c in ['w', 'h', 'y', 'j', 'c'] {
         assert!(initials.contains(&c), "{initials:?}");
     }
+}
+
+#[test]
+fn duration_requests_fill_the_string_and_a_limit_only_in_its_own_unit() {
+    let mut others = pace_catalog().tools;
+    others.retain(|t| t.name != "wait");
+    let plain = plansmith_data::NovelOptions {
+        wide_spelling: true,
+        ..Default::default()
+    };
+    let durations = plansmith_data::NovelOptions {
+        durations: true,
+        ..plain
+    };
+    let traces = plansmith_data::novel_traces_with(2000, 9, &others, &others, durations).unwrap();
+    let plain_traces = plansmith_data::novel_traces_with(2000, 9, &others, &others, plain).unwrap();
+    let is_duration = |v: &serde_json::Value| {
+        let words: Vec<&str> = v.as_str().unwrap_or("").split(' ').collect();
+        matches!(words[..], [n, "seconds" | "minutes" | "hours"] if n.parse::<u32>().is_ok())
+    };
+    let (mut only_duration, mut with_limit, mut without_limit) = (0, 0, 0);
+    for t in &traces {
+        check(t);
+        let args = &t.calls[0].arguments;
+        let Some(duration) = args.values().find(|v| is_duration(v)) else {
+            continue;
+        };
+        only_duration += 1;
+        let duration = duration.as_str().unwrap();
+        let (number, unit) = duration.split_once(' ').unwrap();
+        let catalog = Catalog::from_value(t.tools.as_ref().unwrap()).unwrap();
+        let tool = catalog.get(&t.calls[0].name).unwrap();
+        assert_eq!(tool.required().len(), 1, "{}", tool.signature());
+        assert!(t.request.contains(duration), "{:?}", t.request);
+        // The limit gets the number exactly when its name counts in the duration's unit.
+        let limit = tool.param_names().into_iter().find(|p| {
+            [
+                "seconds", "minutes", "hours", "days", "times", "items", "percent",
+            ]
+            .iter()
+            .any(|u| p.ends_with(u))
+        });
+        match limit.filter(|p| p.ends_with(unit)) {
+            Some(p) => {
+                assert_eq!(args[p], serde_json::json!(number.parse::<i64>().unwrap()));
+                with_limit += 1;
+            }
+            None => {
+                assert_eq!(args.len(), 1, "{:?} -> {args:?}", t.request);
+                without_limit += 1;
+            }
+        }
+    }
+    // About a fifth of the one-required-string tools' requests; both kinds of limit occur.
+    assert!((150..500).contains(&only_duration), "{only_duration}");
+    assert!(
+        with_limit > 20 && without_limit > 100,
+        "{with_limit} {without_limit}"
+    );
+    // Without the option no request is duration-only.
+    assert!(!plain_traces
+        .iter()
+        .any(|t| t.calls[0].arguments.values().any(|v| is_duration(v))));
 }

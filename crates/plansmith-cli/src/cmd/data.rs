@@ -62,6 +62,12 @@ pub enum DataCommand {
         /// by default so that earlier recipes regenerate their data byte for byte.
         #[arg(long, requires = "novel")]
         novel_wide_spelling: bool,
+        /// With --novel: a fifth of the requests for a tool with one required string
+        /// parameter give only a duration ("snooze for 20 minutes" -> `snooze(moment=20
+        /// minutes)`, and a limit counted in the same unit gets the number too). Off by
+        /// default, as --novel-wide-spelling.
+        #[arg(long, requires = "novel")]
+        novel_durations: bool,
         /// Pace-shaped requests whose verb is new ("blicket the volume to 40") calling a tool
         /// named after it that stands in for the `--tools` tool (`blicket(target, value)`
         /// for `set`): teaches a planner to match the request's verb to a tool's name rather
@@ -158,6 +164,7 @@ pub fn run(command: DataCommand) -> anyhow::Result<Outcome> {
             novel,
             novel_alternatives,
             novel_wide_spelling,
+            novel_durations,
             swapped,
             keep_original,
             seed,
@@ -194,6 +201,7 @@ pub fn run(command: DataCommand) -> anyhow::Result<Outcome> {
                     plansmith_data::NovelOptions {
                         alternatives: novel_alternatives,
                         wide_spelling: novel_wide_spelling,
+                        durations: novel_durations,
                     },
                 )?;
                 written += part.len();
