@@ -10,6 +10,8 @@
 #   PASSES=1 scripts/train-default.sh   # the first pass only (~35 minutes)
 #   POINTERS=1 scripts/train-default.sh # a planner that calls tools by their place in the
 #                                       # prompt's catalog (`train --tool-pointers`)
+#   DURATIONS=1 scripts/train-default.sh # invented-tool requests that give only a duration
+#                                       # (`data augment --novel-durations`)
 #
 # Two passes: the first trains from scratch on one seed's data (kept in target/NAME-pass1; a
 # rerun skips it when it is there), the second continues from it on fresh data of seed + 100
@@ -25,10 +27,12 @@ vocab="${VOCAB:-512}"
 passes="${PASSES:-2}"
 pointers=
 [ -z "${POINTERS:-}" ] || pointers=--tool-pointers
+durations=
+[ -z "${DURATIONS:-}" ] || durations=--novel-durations
 final="$out"
 [ "$passes" = 1 ] || out="target/$(basename "$final")-pass1"
 # The data depends only on the seed (one run per seed at a time: they share this directory).
-data="target/default-planner-data-$seed"
+data="target/default-planner-data-$seed${durations:+-durations}"
 tools=examples/pace/tools.json
 cargo build --release -p plansmith
 bin="${CARGO_TARGET_DIR:-target}/release/plansmith"
@@ -41,7 +45,7 @@ bin="${CARGO_TARGET_DIR:-target}/release/plansmith"
 # made-up names spelt from every common English onset and coda).
 head -n 130000 "$data/train.jsonl" > "$data/train-130k.jsonl"
 "$bin" data augment --data "$data/train-130k.jsonl" --tools "$tools" --out "$data/train-aug.jsonl" \
-  --copies 1 --synthetic 25000 --novel 80000 --seed "$seed" --novel-wide-spelling
+  --copies 1 --synthetic 25000 --novel 80000 --seed "$seed" --novel-wide-spelling $durations
 cat "$data/train-aug.jsonl" "$data/train.jsonl" > "$data/train-mix.jsonl"
 head -n 3000 "$data/calibration.jsonl" > "$data/calibration-3k.jsonl"
 head -n 2000 "$data/test.jsonl" > "$data/test-2k.jsonl"
@@ -62,13 +66,13 @@ if [ "$passes" = 2 ]; then
   # A second pass over fresh requests (another seed; any request also in this seed's
   # calibration or test split dropped), continuing from the first pass's weights and codec
   # at a third of its learning rate.
-  data2="target/default-planner-data-$((seed + 100))"
+  data2="target/default-planner-data-$((seed + 100))${durations:+-durations}"
   "$bin" data pace --out "$data2" --seed "$((seed + 100))" --n 200000 --upper-train 0.15
   scripts/drop-seen.py "$data2/train.jsonl" "$data2/train-fresh.jsonl" \
     "$data/calibration.jsonl" "$data/test.jsonl"
   head -n 130000 "$data2/train-fresh.jsonl" > "$data2/train-130k.jsonl"
   "$bin" data augment --data "$data2/train-130k.jsonl" --tools "$tools" --out "$data2/train-aug.jsonl" \
-    --copies 1 --synthetic 25000 --novel 80000 --seed "$((seed + 100))" --novel-wide-spelling
+    --copies 1 --synthetic 25000 --novel 80000 --seed "$((seed + 100))" --novel-wide-spelling $durations
   cat "$data2/train-aug.jsonl" "$data2/train-fresh.jsonl" > "$data2/train-mix.jsonl"
   "$bin" --threads 1 train --data "$data2/train-mix.jsonl" --calibration "$data/calibration-3k.jsonl" \
     --test "$data/test-2k.jsonl" --tools "$tools" --tools-in-prompt --no-descriptions $pointers \
