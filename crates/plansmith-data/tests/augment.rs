@@ -34,6 +34,13 @@ fn check(t: &Trace) {
     assert_eq!(typed, t.plan(), "{text}");
 }
 
+/// The Pace tools a held-out-`wait` planner trains with.
+fn pace_without_wait() -> Vec<plansmith_core::Tool> {
+    let mut tools = pace_catalog().tools;
+    tools.retain(|t| t.name != "wait");
+    tools
+}
+
 #[test]
 fn synthetic_families_validate_and_are_deterministic() {
     let fams = families();
@@ -138,8 +145,7 @@ fn prompt_catalog_line_is_the_compact_line() {
 
 #[test]
 fn invented_tools_validate_need_the_catalog_and_avoid_the_held_out_verb() {
-    let mut others = pace_catalog().tools;
-    others.retain(|t| t.name != "wait");
+    let others = pace_without_wait();
     let opts = plansmith_data::NovelOptions {
         alternatives: true,
         wide_spelling: true,
@@ -227,8 +233,7 @@ fn invented_tools_validate_need_the_catalog_and_avoid_the_held_out_verb() {
 
 #[test]
 fn duration_requests_fill_the_string_and_a_limit_only_in_its_own_unit() {
-    let mut others = pace_catalog().tools;
-    others.retain(|t| t.name != "wait");
+    let others = pace_without_wait();
     let plain = plansmith_data::NovelOptions {
         wide_spelling: true,
         ..Default::default()
