@@ -5,6 +5,7 @@
 //! against a catalog and a policy, and training traces. It must not know about models, tensors,
 //! grammars or HTTP: the crates that do build on these types instead of re-parsing JSON.
 
+pub mod bfcl;
 pub mod catalog;
 pub mod plan;
 pub mod policy;

@@ -314,21 +314,9 @@ pub fn from_bfcl(schema: &Value, path: &str) -> Result<Value, SchemaProblem> {
                         SchemaProblemKind::Invalid("BFCL `type` must be a string".into()),
                     )
                 })?;
-                let mapped = match t {
-                    "dict" | "object" => Some("object"),
-                    "float" | "number" | "double" => Some("number"),
-                    "integer" | "int" | "long" => Some("integer"),
-                    "string" | "str" | "char" => Some("string"),
-                    "boolean" | "bool" => Some("boolean"),
-                    "array" | "tuple" | "list" | "ArrayList" => Some("array"),
-                    "any" => None,
-                    other => {
-                        return Err(problem(
-                            path,
-                            SchemaProblemKind::Unsupported(format!("BFCL type `{other}`")),
-                        ))
-                    }
-                };
+                let mapped = crate::bfcl::json_schema_type(t).map_err(|e| {
+                    problem(path, SchemaProblemKind::Unsupported(format!("BFCL type `{}`", e.0)))
+                })?;
                 if let Some(m) = mapped {
                     out.insert("type".into(), json!(m));
                 }

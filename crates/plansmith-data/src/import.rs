@@ -18,6 +18,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+use plansmith_core::bfcl::GoldCall;
 use plansmith_core::{Call, Catalog, Trace, TraceSource};
 
 use crate::DataError;
@@ -29,6 +30,45 @@ pub struct LineError {
     pub path: String,
     pub line: usize,
     pub message: String,
+}
+
+/// Why one input record could not be converted; its `Display` is the message a user sees,
+/// prefixed by the file and line in a [`LineError`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    /// A field is missing or has the wrong JSON shape (the message names it).
+    #[error("{0}")]
+    Shape(String),
+    /// A field meant to hold JSON text does not parse.
+    #[error("`{field}` is not valid JSON: {reason}")]
+    NotJson { field: String, reason: String },
+    /// The record's tools (at `at`) are not a catalog plansmith accepts.
+    #[error("{at}: {reason}")]
+    Catalog { at: String, reason: String },
+    /// A call names a tool the record's tools do not define.
+    #[error("{at}[{index}] calls `{name}`, which is not in the record's tools")]
+    UnknownTool { at: String, index: usize, name: String },
+}
+
+impl From<String> for RecordError {
+    fn from(message: String) -> Self {
+        RecordError::Shape(message)
+    }
+}
+
+impl From<&str> for RecordError {
+    fn from(message: &str) -> Self {
+        RecordError::Shape(message.to_string())
+    }
+}
+
+/// A format name `data import` / `data export` does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {direction} format `{name}` (expected {expected})")]
+pub struct UnknownFormat {
+    pub direction: &'static str,
+    pub name: String,
+    pub expected: &'static str,
 }
 
 /// The records read, and the ones skipped (non-strict mode).
@@ -64,29 +104,33 @@ pub enum ExportFormat {
 }
 
 impl std::str::FromStr for ImportFormat {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownFormat;
+    fn from_str(s: &str) -> Result<Self, UnknownFormat> {
         match s {
             "xlam" => Ok(ImportFormat::Xlam),
             "openai" | "openai_chat" | "openai-chat" => Ok(ImportFormat::OpenAiChat),
             "bfcl" => Ok(ImportFormat::Bfcl),
-            other => Err(format!(
-                "unknown import format `{other}` (expected xlam, openai or bfcl)"
-            )),
+            other => Err(UnknownFormat {
+                direction: "import",
+                name: other.to_string(),
+                expected: "xlam, openai or bfcl",
+            }),
         }
     }
 }
 
 impl std::str::FromStr for ExportFormat {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownFormat;
+    fn from_str(s: &str) -> Result<Self, UnknownFormat> {
         match s {
             "xlam" => Ok(ExportFormat::Xlam),
             "openai" | "openai_chat" | "openai-chat" => Ok(ExportFormat::OpenAiChat),
             "trl" => Ok(ExportFormat::Trl),
-            other => Err(format!(
-                "unknown export format `{other}` (expected xlam, openai or trl)"
-            )),
+            other => Err(UnknownFormat {
+                direction: "export",
+                name: other.to_string(),
+                expected: "xlam, openai or trl",
+            }),
         }
     }
 }
@@ -147,18 +191,18 @@ fn convert<T>(
     text: &str,
     name: &str,
     strict: bool,
-    mut f: impl FnMut(&Value) -> Result<T, String>,
+    mut f: impl FnMut(&Value) -> Result<T, RecordError>,
 ) -> Result<Imported<T>, DataError> {
     let (recs, mut skipped) = records(text, name, strict)?;
     let mut items = Vec::with_capacity(recs.len());
     for (line, rec) in recs {
         match f(&rec) {
             Ok(t) => items.push(t),
-            Err(message) => {
+            Err(why) => {
                 let err = LineError {
                     path: name.into(),
                     line,
-                    message,
+                    message: why.to_string(),
                 };
                 if strict {
                     return Err(err.into());
@@ -172,49 +216,56 @@ fn convert<T>(
 }
 
 /// A field that is JSON, or a string holding JSON (xLAM stores `tools` and `answers` so).
-fn json_field(rec: &Value, key: &str) -> Result<Value, String> {
+fn json_field(rec: &Value, key: &str) -> Result<Value, RecordError> {
     match rec.get(key) {
         Some(Value::String(s)) => {
-            serde_json::from_str(s).map_err(|e| format!("`{key}` is not valid JSON: {e}"))
+            serde_json::from_str(s).map_err(|e| RecordError::NotJson {
+                field: key.to_string(),
+                reason: e.to_string(),
+            })
         }
         Some(v) => Ok(v.clone()),
-        None => Err(format!("missing `{key}`")),
+        None => Err(format!("missing `{key}`").into()),
     }
 }
 
-fn str_field<'a>(rec: &'a Value, key: &str) -> Result<&'a str, String> {
+fn str_field<'a>(rec: &'a Value, key: &str) -> Result<&'a str, RecordError> {
     rec.get(key)
         .and_then(Value::as_str)
-        .ok_or_else(|| format!("missing string `{key}`"))
+        .ok_or_else(|| RecordError::Shape(format!("missing string `{key}`")))
 }
 
-fn catalog_of(tools: &Value, at: &str) -> Result<Catalog, String> {
-    Catalog::from_value(tools).map_err(|e| format!("{at}: {e}"))
+fn catalog_of(tools: &Value, at: &str) -> Result<Catalog, RecordError> {
+    Catalog::from_value(tools).map_err(|e| RecordError::Catalog {
+        at: at.to_string(),
+        reason: e.to_string(),
+    })
 }
 
-fn check_names(calls: &[Call], catalog: &Catalog, at: &str) -> Result<(), String> {
+fn check_names(calls: &[Call], catalog: &Catalog, at: &str) -> Result<(), RecordError> {
     for (i, c) in calls.iter().enumerate() {
         if catalog.get(&c.name).is_none() {
-            return Err(format!(
-                "{at}[{i}] calls `{}`, which is not in the record's tools",
-                c.name
-            ));
+            return Err(RecordError::UnknownTool {
+                at: at.to_string(),
+                index: i,
+                name: c.name.clone(),
+            });
         }
     }
     Ok(())
 }
 
-fn arguments_of(v: Option<&Value>, at: &str) -> Result<Map<String, Value>, String> {
+fn arguments_of(v: Option<&Value>, at: &str) -> Result<Map<String, Value>, RecordError> {
     match v {
         None | Some(Value::Null) => Ok(Map::new()),
         Some(Value::Object(m)) => Ok(m.clone()),
         Some(Value::String(s)) if s.trim().is_empty() => Ok(Map::new()),
         Some(Value::String(s)) => match serde_json::from_str(s) {
             Ok(Value::Object(m)) => Ok(m),
-            Ok(_) => Err(format!("{at}.arguments is not a JSON object")),
-            Err(e) => Err(format!("{at}.arguments is not valid JSON: {e}")),
+            Ok(_) => Err(format!("{at}.arguments is not a JSON object").into()),
+            Err(e) => Err(format!("{at}.arguments is not valid JSON: {e}").into()),
         },
-        Some(_) => Err(format!("{at}.arguments must be an object or a JSON string")),
+        Some(_) => Err(format!("{at}.arguments must be an object or a JSON string").into()),
     }
 }
 
@@ -222,7 +273,7 @@ fn arguments_of(v: Option<&Value>, at: &str) -> Result<Map<String, Value>, Strin
 // xLAM
 
 /// One xLAM record -> a trace whose `tools` is the catalog in OpenAI form.
-pub fn xlam_record_to_trace(rec: &Value) -> Result<Trace, String> {
+pub fn xlam_record_to_trace(rec: &Value) -> Result<Trace, RecordError> {
     let query = str_field(rec, "query")?;
     let catalog = catalog_of(
         &xlam_tools_to_json_schema(&json_field(rec, "tools")?)?,
@@ -255,7 +306,7 @@ pub fn xlam_record_to_trace(rec: &Value) -> Result<Trace, String> {
 /// here, where the format is known: shape detection alone would mistake a table with a
 /// parameter named `type` (common in xLAM) for a schema. Tools whose `parameters` already are
 /// a JSON Schema pass through.
-fn xlam_tools_to_json_schema(tools: &Value) -> Result<Value, String> {
+fn xlam_tools_to_json_schema(tools: &Value) -> Result<Value, RecordError> {
     let list = tools.as_array().ok_or("`tools` must be a JSON array")?;
     let mut out = Vec::with_capacity(list.len());
     for (i, t) in list.iter().enumerate() {
@@ -292,7 +343,7 @@ pub fn trace_to_xlam(
     trace: &Trace,
     id: usize,
     default_catalog: Option<&Catalog>,
-) -> Result<Value, String> {
+) -> Result<Value, RecordError> {
     let catalog = trace_catalog(trace, default_catalog)?;
     let tools: Vec<Value> = catalog
         .tools
@@ -318,7 +369,7 @@ pub fn trace_to_xlam(
 /// One OpenAI chat fine-tuning record -> a trace. The request is the last user message before
 /// the first assistant message; that assistant message gives the calls (`tool_calls`, or the
 /// legacy `function_call`) and its text content becomes `spoken_text`.
-pub fn openai_chat_to_trace(rec: &Value) -> Result<Trace, String> {
+pub fn openai_chat_to_trace(rec: &Value) -> Result<Trace, RecordError> {
     let messages = rec
         .get("messages")
         .and_then(Value::as_array)
@@ -416,14 +467,17 @@ pub fn read_openai_chat(path: &Path, strict: bool) -> Result<Imported<Trace>, Da
     import_openai_chat(&read_text(path)?, &path.display().to_string(), strict)
 }
 
-fn trace_catalog(trace: &Trace, default_catalog: Option<&Catalog>) -> Result<Catalog, String> {
+fn trace_catalog(trace: &Trace, default_catalog: Option<&Catalog>) -> Result<Catalog, RecordError> {
     match (&trace.tools, default_catalog) {
         (Some(Value::String(file)), _) => {
-            Catalog::from_file(file).map_err(|e| format!("tools file `{file}`: {e}"))
+            Catalog::from_file(file).map_err(|e| RecordError::Catalog {
+                at: format!("tools file `{file}`"),
+                reason: e.to_string(),
+            })
         }
         (Some(t), _) => catalog_of(t, "tools"),
         (None, Some(c)) => Ok(c.clone()),
-        (None, None) => Err("the trace has no `tools` and no default catalog was given".into()),
+        (None, None) => Err(RecordError::from("the trace has no `tools` and no default catalog was given")),
     }
 }
 
@@ -434,7 +488,7 @@ fn trace_to_chat(
     default_catalog: Option<&Catalog>,
     system: Option<&str>,
     arguments_as_string: bool,
-) -> Result<Value, String> {
+) -> Result<Value, RecordError> {
     let catalog = trace_catalog(trace, default_catalog)?;
     let mut messages = Vec::new();
     if let Some(s) = system {
@@ -477,7 +531,7 @@ pub fn trace_to_openai_chat(
     trace: &Trace,
     default_catalog: Option<&Catalog>,
     system: Option<&str>,
-) -> Result<Value, String> {
+) -> Result<Value, RecordError> {
     trace_to_chat(trace, default_catalog, system, true)
 }
 
@@ -485,13 +539,13 @@ pub fn trace_to_trl(
     trace: &Trace,
     default_catalog: Option<&Catalog>,
     system: Option<&str>,
-) -> Result<Value, String> {
+) -> Result<Value, RecordError> {
     trace_to_chat(trace, default_catalog, system, false)
 }
 
 fn export_with(
     traces: &[Trace],
-    f: impl Fn(usize, &Trace) -> Result<Value, String>,
+    f: impl Fn(usize, &Trace) -> Result<Value, RecordError>,
 ) -> Result<String, DataError> {
     let mut out = String::new();
     for (i, t) in traces.iter().enumerate() {
@@ -593,57 +647,17 @@ impl EvalItem {
 
 /// BFCL ground truth -> calls: for each parameter the first accepted value; a first value of
 /// `""` means "may be omitted", so the parameter is left out. Nested dicts are resolved the
-/// same way, key by key.
-pub fn bfcl_expected_calls(ground_truth: &Value) -> Result<Vec<Call>, String> {
-    let list = ground_truth
-        .as_array()
-        .ok_or("`ground_truth` must be an array")?;
-    let mut calls = Vec::new();
-    for (i, entry) in list.iter().enumerate() {
-        let obj = entry.as_object().filter(|o| o.len() == 1).ok_or_else(|| {
-            format!("ground_truth[{i}] must be an object with exactly one function name")
-        })?;
-        let (name, params) = obj.iter().next().expect("one entry");
-        let params = params
-            .as_object()
-            .ok_or_else(|| format!("ground_truth[{i}].{name} must be an object"))?;
-        calls.push(Call::new(
-            name.clone(),
-            first_accepted_map(params, &format!("ground_truth[{i}].{name}"))?,
-        ));
-    }
-    Ok(calls)
-}
-
-fn first_accepted_map(params: &Map<String, Value>, at: &str) -> Result<Map<String, Value>, String> {
-    let mut out = Map::new();
-    for (k, accepted) in params {
-        let accepted = accepted
-            .as_array()
-            .ok_or_else(|| format!("{at}.{k} must be a list of accepted values"))?;
-        let Some(first) = accepted.first() else {
-            return Err(format!("{at}.{k} lists no accepted value"));
-        };
-        if first == &json!("") {
-            continue;
-        }
-        out.insert(k.clone(), resolve_nested(first, &format!("{at}.{k}"))?);
-    }
-    Ok(out)
-}
-
-fn resolve_nested(v: &Value, at: &str) -> Result<Value, String> {
-    match v {
-        // A dict parameter: each key again lists accepted values.
-        Value::Object(m) if m.values().all(Value::is_array) && !m.is_empty() => {
-            Ok(Value::Object(first_accepted_map(m, at)?))
-        }
-        other => Ok(other.clone()),
-    }
+/// same way, key by key. The parsing is plansmith-core's ([`GoldCall`]), shared with
+/// evaluation.
+pub fn bfcl_expected_calls(ground_truth: &Value) -> Result<Vec<Call>, RecordError> {
+    let gold = GoldCall::parse_list(ground_truth).map_err(|e| RecordError::Shape(e.to_string()))?;
+    gold.iter()
+        .map(|g| g.first_accepted().map_err(|e| RecordError::Shape(format!("ground_truth: {e}"))))
+        .collect()
 }
 
 /// One BFCL question record -> (id, request, tools).
-fn bfcl_question(rec: &Value) -> Result<(String, String, Value), String> {
+fn bfcl_question(rec: &Value) -> Result<(String, String, Value), RecordError> {
     let id = str_field(rec, "id")?.to_string();
     let turns = rec
         .get("question")
@@ -653,7 +667,7 @@ fn bfcl_question(rec: &Value) -> Result<(String, String, Value), String> {
         return Err(format!(
             "{} turns: only single-turn questions are supported",
             turns.len()
-        ));
+        ).into());
     }
     let turn = &turns[0];
     let messages: Vec<&Value> = match turn {
@@ -700,7 +714,7 @@ pub fn import_bfcl(
         let (id, request, tools) = bfcl_question(rec)?;
         let expected = match answers.get(&id) {
             Some(calls) => calls.clone(),
-            None if have_answers => return Err(format!("no possible answer for `{id}`")),
+            None if have_answers => return Err(format!("no possible answer for `{id}`").into()),
             None => Vec::new(),
         };
         let catalog = Catalog::from_value(&tools).map_err(|e| e.to_string())?;

@@ -230,6 +230,7 @@ fn formats_parse_from_cli_names() {
     assert!("csv"
         .parse::<ImportFormat>()
         .unwrap_err()
+        .to_string()
         .contains("expected xlam"));
     // Pace traces (no `tools`) export with the default catalog, and fail clearly without one.
     let t: Trace = serde_json::from_str(r#"{"request":"open Safari","calls":[{"name":"open","arguments":{"target":{"type":"app","label":"Safari"}}}]}"#).unwrap();

@@ -9,6 +9,8 @@
 //! | `float`   | `number`                         |
 //! | `tuple`   | `array`                          |
 //! | `any`     | no `type` (accepts anything)     |
+//! | `list`, `ArrayList` | `array` |
+//! | `int`, `long`; `str`, `char`; `bool`; `double` | `integer`; `string`; `boolean`; `number` |
 //! | `integer`, `string`, `boolean`, `array`, and the JSON Schema names `object`, `number`, `null` | unchanged |
 //!
 //! Everything else in the schema (`description`, `enum`, `default`, `required`, …) is kept as
@@ -19,20 +21,9 @@ use serde_json::{Map, Value};
 
 use crate::error::EvalError;
 
-/// Converts one BFCL type name to its JSON Schema name (`None` for `any`).
-pub fn json_schema_type(bfcl_type: &str) -> Result<Option<&'static str>, String> {
-    Ok(Some(match bfcl_type {
-        "dict" | "object" => "object",
-        "float" | "number" => "number",
-        "tuple" | "array" => "array",
-        "integer" => "integer",
-        "string" => "string",
-        "boolean" => "boolean",
-        "null" => "null",
-        "any" => return Ok(None),
-        other => return Err(format!("unknown BFCL type {other:?}")),
-    }))
-}
+/// The one BFCL type map of the workspace (plansmith-core owns it; catalogs import BFCL docs
+/// with it too).
+pub use plansmith_core::bfcl::json_schema_type;
 
 /// Converts a BFCL parameter schema (e.g. a function doc's `parameters`) to JSON Schema.
 pub fn to_json_schema(schema: &Value) -> Result<Value, EvalError> {
@@ -61,9 +52,9 @@ fn convert(schema: &Value, path: &str) -> Result<Value, EvalError> {
         match k.as_str() {
             "type" => match v {
                 Value::String(t) => {
-                    let mapped = json_schema_type(t).map_err(|message| EvalError::Schema {
+                    let mapped = json_schema_type(t).map_err(|e| EvalError::Schema {
                         path: format!("{path}.type"),
-                        message,
+                        message: e.to_string(),
                     })?;
                     if let Some(t) = mapped {
                         out.insert(k.clone(), Value::String(t.into()));
@@ -78,9 +69,9 @@ fn convert(schema: &Value, path: &str) -> Result<Value, EvalError> {
                                 message: format!("expected a type name, got {t}"),
                             });
                         };
-                        match json_schema_type(t).map_err(|message| EvalError::Schema {
+                        match json_schema_type(t).map_err(|e| EvalError::Schema {
                             path: format!("{path}.type[{i}]"),
-                            message,
+                            message: e.to_string(),
                         })? {
                             Some(t) => mapped.push(Value::String(t.into())),
                             // `any` in a union makes the whole union unconstrained.

@@ -36,22 +36,15 @@ pub struct Message {
     pub content: String,
 }
 
-/// One gold call: the function name and, per parameter, the list of accepted values
-/// (`""` among them means the parameter may be omitted). Values are kept as raw JSON so the
-/// checker can apply BFCL's rules to exactly what the file says.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GoldCall {
-    pub name: String,
-    pub params: Map<String, Value>,
-}
+/// One gold call, parsed by plansmith-core (the workspace's one gold parser).
+pub use plansmith_core::bfcl::GoldCall;
 
-impl GoldCall {
-    /// BFCL's own shape: `{name: {param: [accepted...]}}`.
-    pub fn to_bfcl(&self) -> Value {
-        let mut m = Map::new();
-        m.insert(self.name.clone(), Value::Object(self.params.clone()));
-        Value::Object(m)
-    }
+/// A decoded output that is not BFCL's call-list shape; `at` is a JSON path into it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{at}: {message}")]
+pub struct CallListError {
+    pub at: String,
+    pub message: String,
 }
 
 /// A call made by the model under evaluation.
@@ -84,12 +77,12 @@ impl BfclCall {
     /// Parses BFCL's decoded-output shape `[{name: {param: value}}, ...]`, with the same
     /// format rules as BFCL's `is_function_calling_format_output` (a list of one-key objects
     /// whose value is an object). `[{}]` is BFCL's "empty output" and parses as no call.
-    pub fn list_from_bfcl(value: &Value) -> Result<Vec<BfclCall>, String> {
+    pub fn list_from_bfcl(value: &Value) -> Result<Vec<BfclCall>, CallListError> {
         let Value::Array(items) = value else {
-            return Err(format!(
-                "expected a list of {{name: {{param: value}}}}, got {}",
-                kind(value)
-            ));
+            return Err(CallListError {
+                at: "$".into(),
+                message: format!("expected a list of {{name: {{param: value}}}}, got {}", kind(value)),
+            });
         };
         if items.len() == 1 && items[0].as_object().is_some_and(Map::is_empty) {
             return Ok(Vec::new());
@@ -97,20 +90,23 @@ impl BfclCall {
         let mut calls = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
             let Value::Object(m) = item else {
-                return Err(format!("[{i}]: expected an object, got {}", kind(item)));
+                return Err(CallListError {
+                    at: format!("$[{i}]"),
+                    message: format!("expected an object, got {}", kind(item)),
+                });
             };
             if m.len() != 1 {
-                return Err(format!(
-                    "[{i}]: expected exactly one key (the function name), got {}",
-                    m.len()
-                ));
+                return Err(CallListError {
+                    at: format!("$[{i}]"),
+                    message: format!("expected exactly one key (the function name), got {}", m.len()),
+                });
             }
             let (name, args) = m.iter().next().expect("one key");
             let Value::Object(args) = args else {
-                return Err(format!(
-                    "[{i}].{name}: expected an object of arguments, got {}",
-                    kind(args)
-                ));
+                return Err(CallListError {
+                    at: format!("$[{i}].{name}"),
+                    message: format!("expected an object of arguments, got {}", kind(args)),
+                });
             };
             calls.push(BfclCall::new(name.clone(), args.clone()));
         }
@@ -330,8 +326,8 @@ pub fn load_category(dir: &Path, category: &str) -> Result<Vec<BfclItem>, EvalEr
             .iter()
             .enumerate()
             .map(|(i, g)| {
-                parse_gold(g)
-                    .map_err(|m| malformed(&apath, line, format!("ground_truth[{i}]: {m}")))
+                GoldCall::parse(g, &format!("ground_truth[{i}]"))
+                    .map_err(|e| malformed(&apath, line, e.to_string()))
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok((raw.id, gold))
@@ -397,40 +393,6 @@ pub fn load_categories(dir: &Path, categories: &[&str]) -> Result<Vec<BfclItem>,
         all.extend(load_category(dir, c)?);
     }
     Ok(all)
-}
-
-fn parse_gold(g: &Value) -> Result<GoldCall, String> {
-    let Value::Object(m) = g else {
-        return Err(format!(
-            "expected {{function_name: {{param: [accepted...]}}}}, got {}",
-            kind(g)
-        ));
-    };
-    if m.len() != 1 {
-        return Err(format!(
-            "expected exactly one function name, got {} keys",
-            m.len()
-        ));
-    }
-    let (name, params) = m.iter().next().expect("one key");
-    let Value::Object(params) = params else {
-        return Err(format!(
-            "{name}: expected an object of parameters, got {}",
-            kind(params)
-        ));
-    };
-    for (p, accepted) in params {
-        if !accepted.is_array() {
-            return Err(format!(
-                "{name}.{p}: expected a list of accepted values, got {}",
-                kind(accepted)
-            ));
-        }
-    }
-    Ok(GoldCall {
-        name: name.clone(),
-        params: params.clone(),
-    })
 }
 
 /// Checks that the function docs and gold calls have what BFCL's checker reads (where the

@@ -19,8 +19,36 @@ pub struct SubjectOutput {
     pub latency: Duration,
 }
 
-/// Errors a subject may report; they abort the run with the item named.
-pub type SubjectError = Box<dyn std::error::Error + Send + Sync>;
+/// The underlying error of a failed subject. The harness cannot know the concrete types (a
+/// planner's, an HTTP client's: eval depends on neither), so it carries them as sources.
+pub type SubjectCause = Box<dyn std::error::Error + Send + Sync>;
+
+/// Why a subject could not answer an item at all (a wrong answer is not an error: it is
+/// scored). Any of these aborts the run with the item named.
+#[derive(Debug, thiserror::Error)]
+pub enum SubjectError {
+    /// A local model failed while decoding (not a bad answer: no answer).
+    #[error("the model failed: {0}")]
+    Model(#[source] SubjectCause),
+    /// A remote endpoint was unreachable, timed out, or answered with an error.
+    #[error("the endpoint failed: {0}")]
+    Endpoint(#[source] SubjectCause),
+    /// A replayed or precomputed answer is missing or unreadable.
+    #[error("no answer available: {0}")]
+    Replay(#[source] SubjectCause),
+}
+
+impl SubjectError {
+    pub fn model(e: impl Into<SubjectCause>) -> Self {
+        SubjectError::Model(e.into())
+    }
+    pub fn endpoint(e: impl Into<SubjectCause>) -> Self {
+        SubjectError::Endpoint(e.into())
+    }
+    pub fn replay(e: impl Into<SubjectCause>) -> Self {
+        SubjectError::Replay(e.into())
+    }
+}
 
 /// Anything that answers BFCL items: a planner, an OpenAI-compatible endpoint, a replay file.
 pub trait Subject {

@@ -25,7 +25,7 @@ pub use data::{
 };
 pub use error::EvalError;
 pub use harness::{
-    run_eval, run_eval_with, EvalRun, Progress, Subject, SubjectError, SubjectOutput,
+    run_eval, run_eval_with, EvalRun, Progress, Subject, SubjectCause, SubjectError, SubjectOutput,
 };
 pub use report::{
     score_category, score_category_with, Anchor, CategoryScore, EvalReport, ItemRecord,

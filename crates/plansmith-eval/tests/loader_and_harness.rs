@@ -198,7 +198,7 @@ struct Failing;
 
 impl Subject for Failing {
     fn call(&mut self, _: &BfclItem) -> Result<SubjectOutput, SubjectError> {
-        Err("endpoint down".into())
+        Err(SubjectError::endpoint("endpoint down"))
     }
 }
 

@@ -84,13 +84,14 @@ impl Subject for PlannerSubject {
         let decoded = if self.free {
             let mut greedy = plansmith_lm::Sampler::new(0.0, 0);
             self.planner
-                .decode_free(request, Some(&catalog), &mut greedy)?
+                .decode_free(request, Some(&catalog), &mut greedy)
+                .map_err(SubjectError::model)?
         } else {
             let req = PlanRequest {
                 catalog: Some(catalog),
                 ..PlanRequest::new(request)
             };
-            self.planner.decode(&req)?
+            self.planner.decode(&req).map_err(SubjectError::model)?
         };
         let calls = match (&decoded.plan, &decoded.dead) {
             (Some(plan), None) => Some(bfcl_calls(plan)),
@@ -159,7 +160,7 @@ impl Subject for EndpointSubject {
             .collect();
         let body = json!({"model": self.client.model, "messages": messages, "tools": tools,
                           "tool_choice": "auto", "temperature": 0});
-        let (response, _) = self.client.complete(&body)?;
+        let (response, _) = self.client.complete(&body).map_err(SubjectError::endpoint)?;
         let message = response
             .pointer("/choices/0/message")
             .cloned()
