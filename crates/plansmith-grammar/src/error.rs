@@ -16,6 +16,11 @@ pub enum GrammarError {
     /// An option combination that makes no sense (e.g. `max_calls = 0` with `required`).
     #[error("invalid constraint options: {0}")]
     Invalid(String),
+    /// A call is required (`tool_choice` required or named) but every tool it may call needs a
+    /// value this request cannot supply under the copy policy: no plan can be made for this
+    /// request. The request's problem, not the catalog's.
+    #[error("a call is required but no tool can be called with values copied from this request")]
+    NoCallableTool,
     /// llguidance rejected the generated grammar (a bug here, or an exotic `pattern`).
     #[error("llguidance rejected the grammar: {0}")]
     Compile(String),

@@ -1577,10 +1577,7 @@ fn generate(
         }
     }
     if calls.is_empty() && !may_skip {
-        return Err(GrammarError::Invalid(
-            "a call is required but no tool can be called with values copied from this request"
-                .into(),
-        ));
+        return Err(GrammarError::NoCallableTool);
     }
     let tools_left = calls.len();
 

@@ -340,7 +340,7 @@ fn tool_choice_is_enforced() {
     };
     assert!(matches!(
         engine.constraint(&orders("integer"), &opts, &Request::new("no digits here")),
-        Err(GrammarError::Invalid(_))
+        Err(GrammarError::NoCallableTool)
     ));
 }
 

@@ -228,7 +228,7 @@ fn run(syntax: Syntax, env: &TokEnv, total: usize, seed: u64) {
             let mut c = match engine.constraint_for(&prepared, &req) {
                 Ok(c) => c,
                 // a required call whose every tool needs a value this request cannot supply
-                Err(plansmith_grammar::GrammarError::Invalid(_))
+                Err(plansmith_grammar::GrammarError::NoCallableTool)
                     if !matches!(tool_choice, ToolChoice::Auto | ToolChoice::None) =>
                 {
                     refused += 1;

@@ -276,5 +276,5 @@ pub fn tiny_tok_env(codec: &AnyCodec, model_vocab: usize) -> Result<TokEnv, Plan
         .filter(|&id| id != eos && tokens[id as usize].is_empty())
         .collect();
     TokEnv::from_token_bytes(tokens, eos, &specials, Some(model_vocab))
-        .map_err(|e| PlannerError::Grammar(e.to_string()))
+        .map_err(PlannerError::from)
 }

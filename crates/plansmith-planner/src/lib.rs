@@ -40,7 +40,9 @@ pub enum PlannerError {
     #[error(transparent)]
     Llama(#[from] plansmith_llama::LlamaError),
     #[error("grammar: {0}")]
-    Grammar(String),
+    Grammar(#[from] plansmith_grammar::GrammarError),
+    #[error("token vocabulary: {0}")]
+    TokEnv(#[from] plansmith_grammar::TokEnvError),
     #[error(transparent)]
     Catalog(#[from] plansmith_core::CatalogError),
     #[error(transparent)]

@@ -131,7 +131,7 @@ impl LlamaLm {
             &specials,
             Some(self.bundle.model.config().vocab_size),
         )
-        .map_err(|e| PlannerError::Grammar(e.to_string()))
+        .map_err(PlannerError::from)
     }
 
     pub(crate) fn count_tokens(&self, text: &str) -> usize {

@@ -271,7 +271,7 @@ impl Planner {
                 b.iter().all(|c| CLOSING.contains(c)).then_some((id, rank))
             })
             .collect();
-        let engine = Engine::new(env).map_err(|e| PlannerError::Grammar(e.to_string()))?;
+        let engine = Engine::new(env).map_err(PlannerError::from)?;
         let catalog_hash = catalog.hash();
         let catalog = Arc::new(catalog);
         let planner = Planner {
@@ -300,7 +300,7 @@ impl Planner {
                 &grammar_catalog,
                 &planner.options(ToolChoice::Auto, None),
             )
-            .map_err(|e| PlannerError::Grammar(e.to_string()))?;
+            .map_err(PlannerError::from)?;
         Ok(planner)
     }
 
@@ -424,12 +424,9 @@ impl Planner {
             text: request_text.clone(),
             entities: req.entities.clone(),
         };
-        let grammar_error =
-            |e: plansmith_grammar::GrammarError| PlannerError::Grammar(e.to_string());
         let prepared = self
             .engine
-            .prepare_hashed(&hash, &grammar_catalog, &options)
-            .map_err(grammar_error)?;
+            .prepare_hashed(&hash, &grammar_catalog, &options)?;
         // The prompt goes first: a request too long for the model is a dead end, and building
         // its per-request constraint (copy spans over the whole request) would only waste time.
         let (mut state, mut logits) = match self.lm.start(
@@ -459,10 +456,15 @@ impl Planner {
             state.room()
         );
         let mut prior = self.name_prior(&catalog, &hash, &options.tool_choice)?;
-        let mut constraint = self
-            .engine
-            .constraint_for(&prepared, &grammar_request)
-            .map_err(grammar_error)?;
+        let mut constraint = match self.engine.constraint_for(&prepared, &grammar_request) {
+            Ok(c) => c,
+            // The request itself rules out every call it must make: a dead end to escalate,
+            // as for any request the model cannot answer, not a server fault.
+            Err(e @ plansmith_grammar::GrammarError::NoCallableTool) => {
+                return Ok(dead_end(e.to_string()))
+            }
+            Err(e) => return Err(e.into()),
+        };
         let (mut sum_all, mut n_all, mut sum_chosen, mut n_chosen) = (0f64, 0usize, 0f64, 0usize);
         let mut weakest = 0f32;
         let max_new = self.lm.max_new_tokens();

@@ -701,3 +701,39 @@ async fn a_catalog_too_long_for_the_context_is_refused_by_name() {
     healthy(&mut c).await;
     server.shutdown().await.unwrap();
 }
+
+/// A named (or required) tool whose required strings cannot be copied from the request is the
+/// client's problem: the plan route escalates with the reason, chat completions answer 422
+/// `no_verified_plan` — never a 500 (found by a black-box fuzz run: 300 parentheses).
+#[tokio::test]
+async fn a_required_call_the_request_cannot_fill_is_not_a_server_error() {
+    let server = start(|_| {}).await;
+    let mut c = Client::new(server.addr);
+    let parens = "(".repeat(300);
+    let r = c
+        .post_json(
+            "/v1/plan",
+            &json!({"request": parens, "tools": weather_tools(), "tool_choice": "send_message"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v = r.json();
+    assert_eq!((v["escalated"].clone(), v["calls"].clone()), (json!(true), json!([])), "{v}");
+    assert!(
+        v["reason"].as_str().unwrap().contains("no tool can be called with values copied"),
+        "{v}"
+    );
+    let r = c
+        .post_json(
+            "/v1/chat/completions",
+            &json!({"messages": user(&parens), "tools": weather_tools(),
+                    "tool_choice": {"type": "function", "function": {"name": "send_message"}}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert_eq!(error_of(&r)["code"], "no_verified_plan");
+    healthy(&mut c).await;
+    server.shutdown().await.unwrap();
+}
