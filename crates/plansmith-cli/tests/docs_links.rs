@@ -7,7 +7,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 /// Markdown files users read: the top level, docs/, bench/, results/ and each crate's README.
@@ -20,7 +23,10 @@ fn markdown_files(root: &Path) -> Vec<PathBuf> {
             let name = path.file_name().unwrap().to_string_lossy().to_string();
             if path.is_dir() {
                 // Build outputs, downloaded assets and VCS data are not ours to check.
-                if !matches!(name.as_str(), "target" | "assets" | ".git" | "node_modules" | ".venv") {
+                if !matches!(
+                    name.as_str(),
+                    "target" | "assets" | ".git" | "node_modules" | ".venv"
+                ) {
                     stack.push(path);
                 }
             } else if name.ends_with(".md") {
@@ -91,7 +97,10 @@ fn every_relative_link_in_the_docs_resolves() {
     for file in &files {
         let text = fs::read_to_string(file).unwrap();
         for (target, line) in links(&text) {
-            if target.starts_with("http://") || target.starts_with("https://") || target.starts_with("mailto:") {
+            if target.starts_with("http://")
+                || target.starts_with("https://")
+                || target.starts_with("mailto:")
+            {
                 continue;
             }
             let target = target.trim_start_matches('<').trim_end_matches('>');
@@ -99,7 +108,11 @@ fn every_relative_link_in_the_docs_resolves() {
                 Some((p, a)) => (p, Some(a)),
                 None => (target, None),
             };
-            let resolved = if path.is_empty() { file.clone() } else { file.parent().unwrap().join(path) };
+            let resolved = if path.is_empty() {
+                file.clone()
+            } else {
+                file.parent().unwrap().join(path)
+            };
             checked += 1;
             let rel = file.strip_prefix(&root).unwrap().display().to_string();
             if !resolved.exists() {
@@ -116,7 +129,10 @@ fn every_relative_link_in_the_docs_resolves() {
             }
         }
     }
-    assert!(checked > 30, "only {checked} relative links found: is the link scanner broken?");
+    assert!(
+        checked > 30,
+        "only {checked} relative links found: is the link scanner broken?"
+    );
     assert!(dead.is_empty(), "dead links:\n{}", dead.join("\n"));
 }
 
@@ -124,14 +140,21 @@ fn every_relative_link_in_the_docs_resolves() {
 fn the_readme_stays_short() {
     let text = fs::read_to_string(repo_root().join("README.md")).unwrap();
     let n = text.lines().count();
-    assert!(n <= 200, "README.md has {n} lines; measurements go in docs/results, history in docs/experiments");
+    assert!(
+        n <= 200,
+        "README.md has {n} lines; measurements go in docs/results, history in docs/experiments"
+    );
 }
 
 #[test]
 fn the_link_scanner_finds_links_and_anchors() {
-    let text = "# A title, here\n[a](x.md) and ![b](y/z.svg)\n```\n[no](skip.md)\n```\n## Second-part\n";
+    let text =
+        "# A title, here\n[a](x.md) and ![b](y/z.svg)\n```\n[no](skip.md)\n```\n## Second-part\n";
     let found: Vec<String> = links(text).into_iter().map(|(t, _)| t).collect();
     assert_eq!(found, ["x.md", "y/z.svg"]);
     let heads = anchors(text);
-    assert!(heads.contains("a-title-here") && heads.contains("second-part"), "{heads:?}");
+    assert!(
+        heads.contains("a-title-here") && heads.contains("second-part"),
+        "{heads:?}"
+    );
 }

@@ -67,7 +67,10 @@ impl GoldCall {
         let Value::Object(m) = g else {
             return Err(err(
                 at.into(),
-                format!("expected {{function_name: {{param: [accepted...]}}}}, got {}", kind(g)),
+                format!(
+                    "expected {{function_name: {{param: [accepted...]}}}}, got {}",
+                    kind(g)
+                ),
             ));
         };
         if m.len() != 1 {
@@ -126,7 +129,10 @@ impl GoldCall {
     }
 }
 
-fn first_accepted_map(params: &Map<String, Value>, at: &str) -> Result<Map<String, Value>, GoldError> {
+fn first_accepted_map(
+    params: &Map<String, Value>,
+    at: &str,
+) -> Result<Map<String, Value>, GoldError> {
     let mut out = Map::new();
     for (k, accepted) in params {
         let here = format!("{at}.{k}");
@@ -184,10 +190,24 @@ mod tests {
         let gold = GoldCall::parse_list(&gt).unwrap();
         assert_eq!(gold[0].to_bfcl(), gt[0]);
         let call = gold[0].first_accepted().unwrap();
-        assert_eq!(call, Call::new("f", json!({"a": 1, "c": {"k": "v"}}).as_object().unwrap().clone()));
+        assert_eq!(
+            call,
+            Call::new(
+                "f",
+                json!({"a": 1, "c": {"k": "v"}})
+                    .as_object()
+                    .unwrap()
+                    .clone()
+            )
+        );
         let bad = GoldCall::parse_list(&json!([{"f": {"a": 3}}])).unwrap_err();
-        assert_eq!(bad.to_string(), "ground_truth[0].f.a: expected a list of accepted values, got a number");
-        let empty = GoldCall::parse_list(&json!([{"f": {"a": []}}])).unwrap()[0].first_accepted().unwrap_err();
+        assert_eq!(
+            bad.to_string(),
+            "ground_truth[0].f.a: expected a list of accepted values, got a number"
+        );
+        let empty = GoldCall::parse_list(&json!([{"f": {"a": []}}])).unwrap()[0]
+            .first_accepted()
+            .unwrap_err();
         assert_eq!(empty.to_string(), "f.a: lists no accepted value");
     }
 }

@@ -315,7 +315,10 @@ pub fn from_bfcl(schema: &Value, path: &str) -> Result<Value, SchemaProblem> {
                     )
                 })?;
                 let mapped = crate::bfcl::json_schema_type(t).map_err(|e| {
-                    problem(path, SchemaProblemKind::Unsupported(format!("BFCL type `{}`", e.0)))
+                    problem(
+                        path,
+                        SchemaProblemKind::Unsupported(format!("BFCL type `{}`", e.0)),
+                    )
                 })?;
                 if let Some(m) = mapped {
                     out.insert("type".into(), json!(m));

@@ -47,7 +47,11 @@ pub enum RecordError {
     Catalog { at: String, reason: String },
     /// A call names a tool the record's tools do not define.
     #[error("{at}[{index}] calls `{name}`, which is not in the record's tools")]
-    UnknownTool { at: String, index: usize, name: String },
+    UnknownTool {
+        at: String,
+        index: usize,
+        name: String,
+    },
 }
 
 impl From<String> for RecordError {
@@ -218,12 +222,10 @@ fn convert<T>(
 /// A field that is JSON, or a string holding JSON (xLAM stores `tools` and `answers` so).
 fn json_field(rec: &Value, key: &str) -> Result<Value, RecordError> {
     match rec.get(key) {
-        Some(Value::String(s)) => {
-            serde_json::from_str(s).map_err(|e| RecordError::NotJson {
-                field: key.to_string(),
-                reason: e.to_string(),
-            })
-        }
+        Some(Value::String(s)) => serde_json::from_str(s).map_err(|e| RecordError::NotJson {
+            field: key.to_string(),
+            reason: e.to_string(),
+        }),
         Some(v) => Ok(v.clone()),
         None => Err(format!("missing `{key}`").into()),
     }
@@ -477,7 +479,9 @@ fn trace_catalog(trace: &Trace, default_catalog: Option<&Catalog>) -> Result<Cat
         }
         (Some(t), _) => catalog_of(t, "tools"),
         (None, Some(c)) => Ok(c.clone()),
-        (None, None) => Err(RecordError::from("the trace has no `tools` and no default catalog was given")),
+        (None, None) => Err(RecordError::from(
+            "the trace has no `tools` and no default catalog was given",
+        )),
     }
 }
 
@@ -652,7 +656,10 @@ impl EvalItem {
 pub fn bfcl_expected_calls(ground_truth: &Value) -> Result<Vec<Call>, RecordError> {
     let gold = GoldCall::parse_list(ground_truth).map_err(|e| RecordError::Shape(e.to_string()))?;
     gold.iter()
-        .map(|g| g.first_accepted().map_err(|e| RecordError::Shape(format!("ground_truth: {e}"))))
+        .map(|g| {
+            g.first_accepted()
+                .map_err(|e| RecordError::Shape(format!("ground_truth: {e}")))
+        })
         .collect()
 }
 
@@ -667,7 +674,8 @@ fn bfcl_question(rec: &Value) -> Result<(String, String, Value), RecordError> {
         return Err(format!(
             "{} turns: only single-turn questions are supported",
             turns.len()
-        ).into());
+        )
+        .into());
     }
     let turn = &turns[0];
     let messages: Vec<&Value> = match turn {

@@ -81,7 +81,10 @@ impl BfclCall {
         let Value::Array(items) = value else {
             return Err(CallListError {
                 at: "$".into(),
-                message: format!("expected a list of {{name: {{param: value}}}}, got {}", kind(value)),
+                message: format!(
+                    "expected a list of {{name: {{param: value}}}}, got {}",
+                    kind(value)
+                ),
             });
         };
         if items.len() == 1 && items[0].as_object().is_some_and(Map::is_empty) {
@@ -98,7 +101,10 @@ impl BfclCall {
             if m.len() != 1 {
                 return Err(CallListError {
                     at: format!("$[{i}]"),
-                    message: format!("expected exactly one key (the function name), got {}", m.len()),
+                    message: format!(
+                        "expected exactly one key (the function name), got {}",
+                        m.len()
+                    ),
                 });
             }
             let (name, args) = m.iter().next().expect("one key");

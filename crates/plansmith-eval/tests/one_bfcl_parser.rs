@@ -81,15 +81,24 @@ fn catalog_import_and_evaluation_map_every_bfcl_type_the_same_way() {
                         }
                         compared += 1;
                     }
-                    (Err(a), Ok(_)) => mismatches.push(format!("{category} {name}: only catalog import refuses: {a}")),
-                    (Ok(_), Err(b)) => mismatches.push(format!("{category} {name}: only evaluation refuses: {b}")),
+                    (Err(a), Ok(_)) => mismatches.push(format!(
+                        "{category} {name}: only catalog import refuses: {a}"
+                    )),
+                    (Ok(_), Err(b)) => {
+                        mismatches.push(format!("{category} {name}: only evaluation refuses: {b}"))
+                    }
                     (Err(_), Err(_)) => {}
                 }
             }
         }
     }
     assert!(compared > 2000, "only {compared} function docs compared");
-    assert!(mismatches.is_empty(), "{} disagreements, e.g.:\n{}", mismatches.len(), mismatches[..mismatches.len().min(10)].join("\n"));
+    assert!(
+        mismatches.is_empty(),
+        "{} disagreements, e.g.:\n{}",
+        mismatches.len(),
+        mismatches[..mismatches.len().min(10)].join("\n")
+    );
 }
 
 #[test]
@@ -97,11 +106,21 @@ fn data_import_and_evaluation_read_every_gold_call_the_same_way() {
     let dir = bfcl();
     let mut compared = 0;
     // Java and JavaScript items are refused by the evaluation loader (no string converters yet).
-    for category in CATEGORIES.iter().filter(|c| !c.contains("irrelevance") && !c.contains("java")) {
+    for category in CATEGORIES
+        .iter()
+        .filter(|c| !c.contains("irrelevance") && !c.contains("java"))
+    {
         let items = plansmith_eval::load_category(&dir, category).unwrap();
-        let answers = records(&dir.join("possible_answer").join(format!("BFCL_v4_{category}.json")));
+        let answers = records(
+            &dir.join("possible_answer")
+                .join(format!("BFCL_v4_{category}.json")),
+        );
         for (item, answer) in items.iter().zip(&answers) {
-            assert_eq!(answer["id"], Value::String(item.id.clone()), "{category}: answers out of order");
+            assert_eq!(
+                answer["id"],
+                Value::String(item.id.clone()),
+                "{category}: answers out of order"
+            );
             // What `data import --format bfcl` makes a training trace of ...
             // (a few live items list no accepted value for a nested key: both must refuse them)
             let imported = plansmith_data::import::bfcl_expected_calls(&answer["ground_truth"])

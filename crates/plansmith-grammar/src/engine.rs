@@ -25,9 +25,10 @@ use llguidance::{Matcher, ParserFactory};
 use plansmith_core::Catalog;
 
 use crate::error::GrammarError;
-use crate::gen::{self, Options, Request, Template};
+use crate::gen::{self, Options, Template};
 use crate::runtime::Constraint;
 use crate::tokenv::TokEnv;
+use plansmith_core::request::Request;
 
 /// Cache key: everything the request-independent grammar depends on.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

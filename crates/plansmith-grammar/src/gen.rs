@@ -26,6 +26,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use plansmith_core::policy::is_copied;
+use plansmith_core::request::{Request, ToolChoice};
 use plansmith_core::syntax::is_valid_dsl_value;
 use plansmith_core::{Catalog, CopyUnit, Policy, Syntax};
 use serde::{Deserialize, Serialize};
@@ -41,60 +42,6 @@ pub const DSL_ARRAY_CAP: usize = 16;
 const DSL_SAFE: &str = "[^()|=;\\n]";
 /// A [`DSL_SAFE`] character that is not whitespace: the first and last of a copied value.
 const DSL_SAFE_NON_SPACE: &str = "[^()|=;\\s]";
-
-/// OpenAI-style `tool_choice`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolChoice {
-    /// Only the no-call form.
-    None,
-    /// A call or no call.
-    #[default]
-    Auto,
-    /// At least one call.
-    Required,
-    /// Calls of this tool only (at least one).
-    Named(String),
-}
-
-impl std::str::FromStr for ToolChoice {
-    type Err = String;
-    /// `none`, `auto`, `required`, or a tool name.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ok(match s {
-            "none" => ToolChoice::None,
-            "auto" => ToolChoice::Auto,
-            "required" => ToolChoice::Required,
-            "" => return Err("empty tool_choice".into()),
-            name => ToolChoice::Named(name.to_string()),
-        })
-    }
-}
-
-/// A visible entity (e.g. an on-screen UI element) the request may refer to.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Entity {
-    #[serde(rename = "type")]
-    pub entity_type: String,
-    pub label: String,
-}
-
-/// The per-request inputs of a grammar.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Request {
-    pub text: String,
-    #[serde(default)]
-    pub entities: Vec<Entity>,
-}
-
-impl Request {
-    pub fn new(text: impl Into<String>) -> Self {
-        Request {
-            text: text.into(),
-            entities: Vec::new(),
-        }
-    }
-}
 
 /// Everything about a constraint except the catalog and the request.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]

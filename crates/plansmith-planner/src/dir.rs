@@ -11,30 +11,18 @@ use candle_core::Device;
 use plansmith_core::{Catalog, Tool};
 use plansmith_lm::{AnyCodec, TinyGpt, TinyGptConfig};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use crate::backend::Lm;
-use crate::calibrate::GateMetrics;
+use crate::backend::Persisted;
+use crate::error::PlannerError;
 use crate::llama::{LlamaLm, LlamaSource};
-use crate::planner::{Planner, PlannerSettings};
-use crate::PlannerError;
+use crate::planner::Planner;
+use crate::settings::{PlannerMeta, PlannerSettings};
 
 pub const FORMAT_VERSION: u32 = 1;
 pub const MANIFEST: &str = "planner.json";
 pub const WEIGHTS: &str = "model.safetensors";
 /// Where a pretrained planner keeps its LoRA adapter.
 pub const ADAPTER: &str = "adapter";
-
-/// What a planner knows about how it was made and how well it did.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct PlannerMeta {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub calibration: Option<GateMetrics>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub test: Option<GateMetrics>,
-    #[serde(default)]
-    pub training: Value,
-}
 
 #[derive(Serialize, Deserialize)]
 struct Manifest {
@@ -64,20 +52,20 @@ impl Planner {
     /// Save atomically: everything is written to a sibling temp directory, fsynced, and
     /// renamed over `dir`; a crash leaves either the old planner or the new one.
     pub fn save(&self, dir: &Path) -> Result<(), PlannerError> {
-        let (family, model, codec, llama) = match &self.lm {
-            Lm::Tiny(t) => (
+        let (family, model, codec, llama) = match self.lm.persisted() {
+            Persisted::Tiny { model, codec } => (
                 "tiny_gpt",
-                Some(t.model.config().clone()),
-                Some(t.codec.clone()),
+                Some(model.config().clone()),
+                Some(codec.clone()),
                 None,
             ),
-            Lm::Llama(l) => (
+            Persisted::Pretrained { base, adapter } => (
                 "llama",
                 None,
                 None,
                 Some(LlamaSource {
-                    base: l.source.base.clone(),
-                    adapter: l.source.adapter.as_ref().map(|_| ADAPTER.into()),
+                    base: base.to_path_buf(),
+                    adapter: adapter.map(|_| ADAPTER.into()),
                 }),
             ),
         };
@@ -106,10 +94,10 @@ impl Planner {
         let json = serde_json::to_vec_pretty(&manifest).map_err(|e| dir_err(dir, e.to_string()))?;
         plansmith_core::trace::write_atomic(tmp.join(MANIFEST), &json)
             .map_err(|e| dir_err(&tmp, e.to_string()))?;
-        match &self.lm {
-            Lm::Tiny(t) => t.model.save_safetensors(&tmp.join(WEIGHTS))?,
-            Lm::Llama(l) => {
-                if let Some(adapter) = &l.source.adapter {
+        match self.lm.persisted() {
+            Persisted::Tiny { model, .. } => model.save_safetensors(&tmp.join(WEIGHTS))?,
+            Persisted::Pretrained { adapter, .. } => {
+                if let Some(adapter) = adapter {
                     copy_dir(adapter, &tmp.join(ADAPTER))?;
                 }
             }
@@ -199,7 +187,7 @@ impl Planner {
         let lm = LlamaLm::load(source.resolved(dir))?;
         let catalog = Catalog::from_tools(m.catalog)?;
         Ok(Some(Planner::with_lm(
-            Lm::Llama(lm),
+            Box::new(lm),
             catalog,
             m.settings,
             m.meta,
@@ -219,7 +207,7 @@ impl Planner {
             base: abs(base),
             adapter: adapter.map(abs),
         })?;
-        Planner::with_lm(Lm::Llama(lm), catalog, settings, PlannerMeta::default())
+        Planner::with_lm(Box::new(lm), catalog, settings, PlannerMeta::default())
     }
 }
 

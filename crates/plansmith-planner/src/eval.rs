@@ -6,8 +6,9 @@ use plansmith_lm::Sampler;
 use serde::{Deserialize, Serialize};
 
 use crate::calibrate::{coverage_curve, gate_metrics, GateMetrics, Scored};
-use crate::planner::{ConfidenceMode, Decoded, PlanRequest, Planner};
-use crate::PlannerError;
+use crate::error::PlannerError;
+use crate::planner::{Decoded, PlanRequest, Planner};
+use crate::settings::ConfidenceMode;
 
 /// A trace turned into an evaluation item: the request, the reference plan, and the catalog
 /// it is planned against (the trace's own `tools`, else the planner's).

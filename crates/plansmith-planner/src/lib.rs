@@ -14,6 +14,7 @@
 pub mod backend;
 pub mod calibrate;
 pub mod dir;
+mod error;
 pub mod eval;
 pub mod llama;
 pub mod lora_train;
@@ -21,54 +22,21 @@ pub mod planner;
 pub mod pointers;
 mod prior;
 pub mod prompt;
+pub mod settings;
 pub mod teacher;
+pub mod tiny;
 pub mod train;
+pub mod train_files;
 
-pub use backend::{Lm, TinyLm};
+pub use backend::ModelBackend;
 pub use calibrate::{fit_floor, gate_metrics, GateMetrics, Scored};
-pub use dir::{default_planner, PlannerMeta};
+pub use dir::default_planner;
+pub use error::PlannerError;
 pub use llama::{LlamaLm, LlamaSource};
-pub use planner::{
-    ConfidenceMode, Decoded, Outcome, PlanRequest, Planner, PlannerSettings, Report, Source,
-};
+pub use planner::{Decoded, Outcome, PlanRequest, Planner, Report, Source};
+/// The grammar errors a [`PlannerError::Grammar`] carries, so callers can match on them
+/// without depending on the grammar crate.
+pub use plansmith_grammar::GrammarError;
+pub use settings::{ConfidenceMode, PlannerMeta, PlannerSettings};
 pub use teacher::{Teacher, TeacherError};
-
-#[derive(Debug, thiserror::Error)]
-pub enum PlannerError {
-    #[error(transparent)]
-    Lm(#[from] plansmith_lm::LmError),
-    #[error(transparent)]
-    Llama(#[from] plansmith_llama::LlamaError),
-    #[error("grammar: {0}")]
-    Grammar(#[from] plansmith_grammar::GrammarError),
-    #[error("token vocabulary: {0}")]
-    TokEnv(#[from] plansmith_grammar::TokEnvError),
-    #[error(transparent)]
-    Catalog(#[from] plansmith_core::CatalogError),
-    #[error(transparent)]
-    Trace(#[from] plansmith_core::TraceError),
-    #[error(transparent)]
-    Teacher(#[from] TeacherError),
-    #[error("planner directory {path}: {message}")]
-    Dir { path: String, message: String },
-    #[error("model {path}: {message}")]
-    Model { path: String, message: String },
-    #[error("training data: {0}")]
-    Data(String),
-    #[error("evaluation data: {0}")]
-    EvalData(String),
-    #[error("internal lock poisoned (a planner thread panicked)")]
-    Poisoned,
-    /// The catalog's tools line alone fills the model's context: no request can follow it.
-    #[error(
-        "the tool catalog ({tools} tools) takes {tokens} tokens of prompt, but this planner's \
-         context holds {block}; send fewer tools (about {fit} of this size leave room for a \
-         request) or use a planner trained with a larger --block"
-    )]
-    CatalogTooLong {
-        tools: usize,
-        tokens: usize,
-        block: usize,
-        fit: usize,
-    },
-}
+pub use tiny::TinyLm;

@@ -9,8 +9,9 @@ use plansmith_grammar::TokEnv;
 use plansmith_llama::{GgufBundle, PeftAdapter, PrefixCache, PrefixKey, PrefixOutcome, Session};
 use serde::{Deserialize, Serialize};
 
-use crate::backend::{DecodeState, Started};
-use crate::PlannerError;
+use crate::backend::{DecodeState, ModelBackend, Persisted, Started};
+use crate::error::PlannerError;
+use crate::prompt::CatalogText;
 
 /// Default memory budget of the prefix cache (one SmolLM2 1,500-token prefix is ~70 MiB).
 pub const PREFIX_CACHE_BYTES: usize = 512 << 20;
@@ -104,16 +105,42 @@ impl LlamaLm {
             limit,
         })
     }
+}
 
-    pub(crate) fn eos(&self) -> u32 {
+impl ModelBackend for LlamaLm {
+    fn grammar_eos(&self) -> u32 {
         self.eos
     }
 
-    pub(crate) fn is_stop(&self, id: u32) -> bool {
+    fn can_spell(&self, _text: &str) -> bool {
+        true
+    }
+
+    fn max_new_tokens(&self) -> usize {
+        MAX_NEW_TOKENS
+    }
+
+    fn fast_forward(&self) -> bool {
+        true
+    }
+
+    // The chat prompt is measured per request (its overflow names the prompt length).
+    fn check_catalog(&self, _: &Catalog, _: &str, _: CatalogText) -> Result<(), PlannerError> {
+        Ok(())
+    }
+
+    fn persisted(&self) -> Persisted<'_> {
+        Persisted::Pretrained {
+            base: &self.source.base,
+            adapter: self.source.adapter.as_deref(),
+        }
+    }
+
+    fn free_stop(&self, id: u32) -> bool {
         id == self.eos || self.stops.contains(&id)
     }
 
-    pub(crate) fn tok_env(&self) -> Result<TokEnv, PlannerError> {
+    fn tok_env(&self) -> Result<TokEnv, PlannerError> {
         let tok = &self.bundle.tokenizer;
         let tokens = tok.all_token_bytes().to_vec();
         let specials: Vec<u32> = (0..tokens.len() as u32)
@@ -134,12 +161,16 @@ impl LlamaLm {
         .map_err(PlannerError::from)
     }
 
-    pub(crate) fn count_tokens(&self, text: &str) -> usize {
+    fn count_tokens(&self, text: &str) -> usize {
         self.bundle.tokenizer.encode(text, false, false).len()
     }
 
-    pub(crate) fn detokenize(&self, ids: &[u32]) -> String {
-        let ids: Vec<u32> = ids.iter().copied().filter(|&i| !self.is_stop(i)).collect();
+    fn detokenize(&self, ids: &[u32]) -> String {
+        let ids: Vec<u32> = ids
+            .iter()
+            .copied()
+            .filter(|&i| !self.free_stop(i))
+            .collect();
         self.bundle
             .tokenizer
             .decode(&ids, true)
@@ -147,7 +178,7 @@ impl LlamaLm {
     }
 
     /// The completion's tokens followed by the end-of-turn token.
-    pub(crate) fn tokenize_completion(&self, text: &str) -> Vec<u32> {
+    fn tokenize_completion(&self, text: &str) -> Vec<u32> {
         let mut ids = self.bundle.tokenizer.encode(text, false, false);
         ids.push(self.eos);
         ids
@@ -155,11 +186,12 @@ impl LlamaLm {
 
     /// The chat prompt (system message listing the tools, the user request, the generation
     /// prompt) with the system part served from the prefix cache.
-    pub(crate) fn start(
+    fn start(
         &self,
         catalog: &Catalog,
         hash: &str,
         request: &str,
+        _catalog_text: CatalogText,
     ) -> Result<Started<'_>, PlannerError> {
         let b = &self.bundle;
         let prompt = b

@@ -10,10 +10,12 @@ use plansmith_core::{Catalog, Syntax, Trace};
 use plansmith_llama::{GgufBundle, LoraConfig, LoraTarget, LoraTrainer};
 use serde::{Deserialize, Serialize};
 
-use crate::planner::{Planner, PlannerSettings};
+use crate::backend::ModelBackend;
+use crate::error::PlannerError;
+use crate::planner::Planner;
 use crate::prompt;
+use crate::settings::PlannerSettings;
 use crate::train::{calibrate_and_test, trace_catalog, Splits};
-use crate::PlannerError;
 
 /// What to tune and how long.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -108,7 +110,7 @@ pub fn train_lora(
         base: base.clone(),
         adapter: None,
     })?;
-    let (bundle, eos) = (lm.bundle.clone(), lm.eos());
+    let (bundle, eos) = (lm.bundle.clone(), lm.grammar_eos());
     drop(lm);
     let (data, skipped) = examples(&bundle, &splits.train, &catalog, eos, spec.max_tokens)?;
     if data.is_empty() {

@@ -8,90 +8,17 @@ use std::time::{Duration, Instant};
 
 use plansmith_core::trace::TraceWriter;
 use plansmith_core::validate::PlanValidator;
-use plansmith_core::{Call, Catalog, Plan, Policy, Syntax, Trace, TraceSource};
+use plansmith_core::{Call, Catalog, Plan, Syntax, Trace, TraceSource};
 use plansmith_grammar::{Engine, Options, Request, ToolChoice};
 use plansmith_lm::{AnyCodec, Sampler, TinyGpt};
 use serde::{Deserialize, Serialize};
 
-use crate::backend::{Lm, Started, TinyLm};
+use crate::backend::{ModelBackend, Persisted, Started};
+use crate::error::PlannerError;
+use crate::settings::{ConfidenceMode, PlannerMeta, PlannerSettings};
 use crate::teacher::Teacher;
-use crate::PlannerError;
+use crate::tiny::TinyLm;
 use crate::{pointers, prior, prompt};
-
-/// Which tokens the confidence averages over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum ConfidenceMode {
-    /// Every completion token, forced ones included (mixle's choice).
-    AllTokens,
-    /// Only the tokens the model chose among several allowed ones.
-    #[default]
-    ChosenTokens,
-    /// The least likely reply token, forced ones included: one doubtful choice (a wrong entity
-    /// type in an otherwise certain plan) is not averaged away by the certain ones.
-    WeakestToken,
-}
-
-/// Settings that shape decoding and gating (persisted in `planner.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PlannerSettings {
-    pub syntax: Syntax,
-    pub policy: Policy,
-    /// The catalog's compact line is part of the prompt (the planner reads tools at run time).
-    pub tools_in_prompt: bool,
-    /// With `tools_in_prompt`: each tool's description is in the prompt too (a line per tool).
-    /// What lets a planner match a request to a tool it never saw by the tool's words.
-    #[serde(default)]
-    pub tool_descriptions: bool,
-    /// With `tools_in_prompt`: the planner calls tools by their place in the prompt's catalog
-    /// (`t3`, [`crate::pointers`]), not by name; descriptions are left out.
-    #[serde(default)]
-    pub tool_pointers: bool,
-    /// Plans with confidence (mean log-prob) below this escalate.
-    pub conf_floor: f32,
-    #[serde(default)]
-    pub confidence: ConfidenceMode,
-    pub max_calls: usize,
-    /// Weight of the name-prior correction on the first call's tool name ([`crate::prior`]);
-    /// 0 decodes greedily on the model's own scores. DSL planners with tools in the prompt only.
-    #[serde(default)]
-    pub name_prior: f32,
-}
-
-impl PlannerSettings {
-    /// A plan-DSL planner with the DSL's copy policy, the catalog in the weights, no floor
-    /// yet (training fits it), confidence over chosen tokens, up to 4 calls.
-    pub fn dsl() -> Self {
-        PlannerSettings {
-            syntax: Syntax::Dsl,
-            policy: Policy::copy_free_strings(),
-            tools_in_prompt: false,
-            tool_descriptions: false,
-            tool_pointers: false,
-            conf_floor: f32::MIN,
-            confidence: ConfidenceMode::ChosenTokens,
-            max_calls: 4,
-            name_prior: 0.0,
-        }
-    }
-
-    /// A pretrained chat model: tools in the system prompt, a JSON array of calls out, no
-    /// copy constraint (chat models paraphrase values legitimately), no floor until one is
-    /// calibrated, up to 8 parallel calls.
-    pub fn chat() -> Self {
-        PlannerSettings {
-            syntax: Syntax::JsonArray,
-            policy: Policy::default(),
-            tools_in_prompt: true,
-            tool_descriptions: false,
-            tool_pointers: false,
-            conf_floor: f32::MIN,
-            confidence: ConfidenceMode::ChosenTokens,
-            max_calls: 8,
-            name_prior: 0.0,
-        }
-    }
-}
 
 /// Where the emitted plan came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -221,13 +148,13 @@ struct Catalogs {
 
 /// A planner: model + catalog + policy + floor (+ teacher + harvest).
 pub struct Planner {
-    pub lm: Lm,
+    pub lm: Box<dyn ModelBackend>,
     pub catalog: Arc<Catalog>,
     /// `catalog.hash()`, computed once: every request against the default catalog keys the
     /// grammar, validator and prefix caches with it.
     catalog_hash: String,
     pub settings: PlannerSettings,
-    pub meta: crate::dir::PlannerMeta,
+    pub meta: PlannerMeta,
     engine: Engine,
     eos: u32,
     /// Tokens made only of closing characters, with the rank of their first one in
@@ -246,10 +173,10 @@ impl Planner {
         codec: AnyCodec,
         catalog: Catalog,
         settings: PlannerSettings,
-        meta: crate::dir::PlannerMeta,
+        meta: PlannerMeta,
     ) -> Result<Planner, PlannerError> {
         Planner::with_lm(
-            Lm::Tiny(TinyLm::new(model, codec)?),
+            Box::new(TinyLm::new(model, codec)?),
             catalog,
             settings,
             meta,
@@ -258,10 +185,10 @@ impl Planner {
 
     /// A planner over any backend.
     pub fn with_lm(
-        lm: Lm,
+        lm: Box<dyn ModelBackend>,
         catalog: Catalog,
         settings: PlannerSettings,
-        meta: crate::dir::PlannerMeta,
+        meta: PlannerMeta,
     ) -> Result<Planner, PlannerError> {
         let env = lm.tok_env()?;
         let closers: Vec<(u32, usize)> = (0..env.vocab_size() as u32)
@@ -329,9 +256,9 @@ impl Planner {
 
     /// The tiny GPT and its codec, for tiny planners.
     pub fn tiny(&self) -> Option<(&TinyGpt, &AnyCodec)> {
-        match &self.lm {
-            Lm::Tiny(t) => Some((&t.model, &t.codec)),
-            Lm::Llama(_) => None,
+        match self.lm.persisted() {
+            Persisted::Tiny { model, codec } => Some((model, codec)),
+            Persisted::Pretrained { .. } => None,
         }
     }
 

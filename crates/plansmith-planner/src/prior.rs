@@ -9,7 +9,7 @@
 //! log-probability, so the calibrated floor keeps its meaning.
 
 use crate::backend::DecodeState;
-use crate::PlannerError;
+use crate::error::PlannerError;
 
 /// The empty-request decoding state that runs beside a request's, through the first name.
 pub(crate) struct NamePrior<'a> {

@@ -3,7 +3,7 @@
 
 use plansmith_core::Catalog;
 
-use crate::PlannerSettings;
+use crate::settings::PlannerSettings;
 
 /// How much of the catalog a prompt carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

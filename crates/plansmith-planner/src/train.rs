@@ -10,11 +10,11 @@ use plansmith_lm::{
 use serde::{Deserialize, Serialize};
 
 use crate::calibrate::{fit_floor, gate_metrics};
-use crate::dir::PlannerMeta;
+use crate::error::PlannerError;
 use crate::eval::{evaluate, items, scored};
-use crate::planner::{Planner, PlannerSettings};
+use crate::planner::Planner;
 use crate::prompt;
-use crate::PlannerError;
+use crate::settings::{PlannerMeta, PlannerSettings};
 
 const PRINTABLE_ASCII: &str =
     " !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~";
@@ -231,9 +231,9 @@ pub fn train_planner_on_pairs(
     }
     let n_train = train_pairs.len();
     let continued = init.is_some();
-    let (codec, init_model) = match init.map(|p| p.lm) {
-        Some(crate::backend::Lm::Tiny(t)) => (t.codec, Some(t.model)),
-        Some(crate::backend::Lm::Llama(_)) => {
+    let (codec, init_model) = match init.map(|p| p.lm.into_tiny()) {
+        Some(Some((model, codec))) => (codec, Some(model)),
+        Some(None) => {
             return Err(PlannerError::Data(
                 "--init takes a tiny planner; pretrained models are tuned with LoRA".into(),
             ))

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
+use plansmith_core::ToolChoice;
 use plansmith_core::{Call, Catalog};
-use plansmith_grammar::ToolChoice;
 use plansmith_planner::{PlanRequest, Source};
 use serde_json::{json, Value};
 

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use plansmith_core::{Catalog, CatalogError};
-use plansmith_grammar::{Entity, ToolChoice};
+use plansmith_core::{Entity, ToolChoice};
 use serde_json::{Map, Value};
 
 use crate::error::ApiError;

@@ -15,8 +15,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use http_body_util::BodyExt;
 use plansmith_core::Catalog;
-use plansmith_grammar::GrammarError;
-use plansmith_planner::{Outcome, PlanRequest, Planner, PlannerError, Source};
+use plansmith_planner::{GrammarError, Outcome, PlanRequest, Planner, PlannerError, Source};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
@@ -168,10 +167,12 @@ impl AppState {
         match done.output {
             Err(panic) => Err(ApiError::internal(panic)),
             Ok(Ok(outcome)) => Ok((outcome, done.waited)),
-            Ok(Err(PlannerError::Grammar(GrammarError::UnknownTool(name)))) => Err(ApiError::invalid(
-                "tool_choice",
-                format!("tool_choice names `{name}`, which is not in the catalog"),
-            )),
+            Ok(Err(PlannerError::Grammar(GrammarError::UnknownTool(name)))) => {
+                Err(ApiError::invalid(
+                    "tool_choice",
+                    format!("tool_choice names `{name}`, which is not in the catalog"),
+                ))
+            }
             Ok(Err(PlannerError::Grammar(e))) if request_had_tools => Err(ApiError::invalid(
                 "tools",
                 format!("the tools cannot be compiled into a grammar: {e}"),

@@ -719,9 +719,16 @@ async fn a_required_call_the_request_cannot_fill_is_not_a_server_error() {
         .unwrap();
     assert_eq!(r.status, 200, "{}", r.text());
     let v = r.json();
-    assert_eq!((v["escalated"].clone(), v["calls"].clone()), (json!(true), json!([])), "{v}");
+    assert_eq!(
+        (v["escalated"].clone(), v["calls"].clone()),
+        (json!(true), json!([])),
+        "{v}"
+    );
     assert!(
-        v["reason"].as_str().unwrap().contains("no tool can be called with values copied"),
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no tool can be called with values copied"),
         "{v}"
     );
     let r = c

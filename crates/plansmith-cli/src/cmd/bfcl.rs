@@ -160,7 +160,10 @@ impl Subject for EndpointSubject {
             .collect();
         let body = json!({"model": self.client.model, "messages": messages, "tools": tools,
                           "tool_choice": "auto", "temperature": 0});
-        let (response, _) = self.client.complete(&body).map_err(SubjectError::endpoint)?;
+        let (response, _) = self
+            .client
+            .complete(&body)
+            .map_err(SubjectError::endpoint)?;
         let message = response
             .pointer("/choices/0/message")
             .cloned()

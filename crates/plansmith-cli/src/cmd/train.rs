@@ -1,12 +1,10 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use plansmith_core::trace::{read_traces, stream_traces};
 use plansmith_core::{Policy, Syntax};
 use plansmith_lm::{DropoutEncoder, PosEncoding, Progress, TinyGptConfig, TrainConfig};
-use plansmith_planner::train::{
-    pair, part_of, split, train_planner_on_pairs, CodecChoice, Part, Splits, TrainSpec,
-};
+use plansmith_planner::train::{CodecChoice, Splits, TrainSpec};
+use plansmith_planner::train_files::{train_from_files, TraceFiles};
 use plansmith_planner::{ConfidenceMode, PlannerSettings};
 
 use crate::Outcome;
@@ -125,19 +123,14 @@ pub struct TrainArgs {
 
 pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
     let catalog = super::catalog::load(&args.tools)?;
+    let files = TraceFiles {
+        data: args.data.clone(),
+        calibration: args.calibration.clone(),
+        test: args.test.clone(),
+        seed: args.seed,
+    };
     if let Some(base) = &args.base {
-        let mut traces = Vec::new();
-        for path in &args.data {
-            traces.extend(read_traces(path)?);
-        }
-        let splits = match own_splits(&args) {
-            true => split(traces, 0.1, 0.1, args.seed),
-            false => Splits {
-                train: traces,
-                ..held_out_splits(&args)?
-            },
-        };
-        return train_lora(&args, base, splits, catalog);
+        return train_lora(&args, base, files.read_splits()?, catalog);
     }
     let pos = match args.pos.as_str() {
         "rope" => PosEncoding::Rope,
@@ -194,31 +187,27 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
         target_precision: args.target_precision,
         piece_dropout: args.piece_dropout,
     };
-    let (train_pairs, splits) = read_pairs(&args, &catalog, &spec.settings)?;
-    if !args.quiet {
-        eprintln!(
-            "training on {} traces (calibration {}, test {})",
-            train_pairs.len(),
-            splits.calibration.len(),
-            splits.test.len()
-        );
-    }
     let bar = (!args.quiet).then(|| crate::progress::bar(0, "evaluating"));
-    let init = args
-        .init
-        .as_ref()
-        .map(|d| plansmith_planner::Planner::load(d))
-        .transpose()?;
-    let trained = train_planner_on_pairs(
-        train_pairs,
-        &splits,
+    let trained = train_from_files(
+        &files,
         catalog,
         &spec,
-        init,
+        args.init.as_deref(),
         if args.quiet {
             Progress::Hidden
         } else {
             Progress::Bar
+        },
+        |pairs, held_out| {
+            if let Some(b) = &bar {
+                b.suspend(|| {
+                    eprintln!(
+                        "training on {pairs} traces (calibration {}, test {})",
+                        held_out.calibration.len(),
+                        held_out.test.len()
+                    )
+                });
+            }
         },
         crate::progress::stages(&bar),
     )?;
@@ -255,54 +244,6 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
         ]);
     }
     Ok(Outcome::Ok)
-}
-
-/// Without --calibration and --test, both are split off --data (10% each, by request hash).
-fn own_splits(args: &TrainArgs) -> bool {
-    args.calibration.is_none() && args.test.is_none()
-}
-
-/// The --calibration and --test files (empty `train`).
-fn held_out_splits(args: &TrainArgs) -> anyhow::Result<Splits> {
-    let read = |p: &Option<PathBuf>| -> anyhow::Result<Vec<plansmith_core::Trace>> {
-        Ok(p.as_ref().map(read_traces).transpose()?.unwrap_or_default())
-    };
-    Ok(Splits {
-        train: Vec::new(),
-        calibration: read(&args.calibration)?,
-        test: read(&args.test)?,
-    })
-}
-
-/// Reads --data one trace at a time and renders each training trace to its (prompt,
-/// completion) pair at once: a trace with its own catalog is tens of KB parsed, its prompt
-/// ~1 KB, so the default recipe's 464k-trace mix takes under 1 GB instead of 13.
-fn read_pairs(
-    args: &TrainArgs,
-    catalog: &plansmith_core::Catalog,
-    settings: &PlannerSettings,
-) -> anyhow::Result<(Vec<(String, String)>, Splits)> {
-    let mut held_out = held_out_splits(args)?;
-    let own = own_splits(args);
-    let mut pairs = Vec::new();
-    for path in &args.data {
-        for (i, trace) in stream_traces(path)?.enumerate() {
-            let trace = trace?;
-            let part = match own {
-                true => part_of(&trace.request, 0.1, 0.1, args.seed),
-                false => Part::Train,
-            };
-            match part {
-                Part::Train => pairs.push(
-                    pair(&trace, i, catalog, settings)
-                        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
-                ),
-                Part::Calibration => held_out.calibration.push(trace),
-                Part::Test => held_out.test.push(trace),
-            }
-        }
-    }
-    Ok((pairs, held_out))
 }
 
 fn train_lora(
