@@ -23,6 +23,13 @@ fn smollm2_answers_and_snapshot_restore_is_exact() {
     let out = greedy_generate(&mut s, logits.clone(), &b.stop_ids(), 12).unwrap();
     let text = b.tokenizer.decode(&out, true).unwrap();
     assert!(!text.trim().is_empty(), "{text:?}");
+    // A continuation even a 135M model gets right, and a broken forward pass would not.
+    let count = b.tokenizer.encode("1, 2, 3, 4, 5, 6, 7,", true, false);
+    let mut cs = b.model.session();
+    let cl = cs.prefill(&count).unwrap();
+    let next = greedy_generate(&mut cs, cl, &b.stop_ids(), 8).unwrap();
+    let next = b.tokenizer.decode(&next, true).unwrap();
+    assert!(next.trim_start().starts_with("8, 9"), "{next:?}");
 
     // Snapshot after the prompt; restoring into a fresh session reproduces the logits exactly.
     let split = ids.len() - 5;
@@ -75,9 +82,12 @@ fn prefix_cache_hits_and_evicts() {
     assert_eq!(o2, PrefixOutcome::Hit);
     assert_eq!(l1, l2);
     assert_eq!(cache.len(), 1);
-    // The model replies (unconstrained: a 135M model needs the grammar to emit JSON).
+    // The reply after a cache hit is the reply after the miss, token for token (unconstrained:
+    // a 135M model needs the grammar to emit JSON, so only its sameness is asserted).
     let out = greedy_generate(&mut s2, l2, &b.stop_ids(), 8).unwrap();
-    assert!(!out.is_empty());
+    let out_miss = greedy_generate(&mut s, l1, &b.stop_ids(), 8).unwrap();
+    assert_eq!(out.len(), 8, "{out:?}");
+    assert_eq!(out, out_miss);
     // A second catalog evicts the first (budget fits one snapshot).
     let key2 = PrefixKey {
         catalog: "cat-2".into(),
