@@ -12,6 +12,8 @@
 //! }
 //! ```
 
+/// Benchmarks (reached through `plansmith bench`); not part of the library API.
+#[cfg(feature = "bench")]
 pub mod bench;
 mod copyfilter;
 mod engine;

@@ -33,8 +33,11 @@ pub use bundle::{greedy_generate, GgufBundle, ModelBundle};
 pub mod hf;
 
 pub use hf::{HfArch, HfConfig};
+/// Benchmarks (reached through `plansmith bench`); not part of the library API.
+#[cfg(feature = "bench")]
 pub mod bench;
 
+#[cfg(feature = "bench")]
 pub use bench::{bench_lm, BenchOptions, BenchReport, BenchRow};
 pub mod lora;
 

@@ -36,6 +36,8 @@
 //! `candle_nn::ops::softmax`, `rope_slow` and plain matmul attention, and the test
 //! `tests/grad.rs` asserts every trainable variable receives a non-zero gradient.
 
+/// Benchmarks (reached through `plansmith bench`); not part of the library API.
+#[cfg(feature = "bench")]
 pub mod bench;
 pub mod codec;
 pub mod decode;

@@ -10,6 +10,8 @@
 //! async executor. One [`plansmith_planner::Planner`] is shared by every worker, and with it
 //! the grammar and prefix caches.
 
+/// Benchmarks (reached through `plansmith bench`); not part of the library API.
+#[cfg(feature = "bench")]
 pub mod bench;
 pub mod client;
 pub mod error;
