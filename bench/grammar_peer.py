@@ -3,7 +3,7 @@
 Qwen 151k vocabulary and the same output tokens, through the `xgrammar` Python package.
 
 Inputs are written by the Rust side:
-    cargo run --release -p plansmith-grammar --example bench_grammar -- 20 target/bench-grammar \
+    cargo run --release -p plansmith-grammar --features bench --example bench_grammar -- 20 target/bench-grammar \
         | tail -n 1 > target/bench-grammar/ours.json
     python bench/grammar_peer.py --peer-dir target/bench-grammar --ours target/bench-grammar/ours.json
 
