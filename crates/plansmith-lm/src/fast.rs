@@ -227,9 +227,8 @@ fn g_mut(g: &mut [f32], off: usize, len: usize) -> &mut [f32] {
 }
 
 impl Shard {
-    /// Forward and backward of this shard; gradients land in `self.grads`, the loss (already
-    /// divided by the batch's loss count) in `self.loss`.
-    fn step(&mut self, cx: &Ctx<'_>) {
+    /// The sizes every phase of a step reads.
+    fn shape(&self, cx: &Ctx<'_>) -> Shape {
         let Dims {
             d,
             h,
@@ -240,17 +239,49 @@ impl Shard {
             rope,
         } = cx.dims;
         let (b, t) = (self.b, self.t);
-        let r = b * t;
-        let half = hd / 2;
-        let scale = 1.0 / (hd as f32).sqrt();
-        let nl = self.last_rows.len();
+        Shape {
+            d,
+            h,
+            hd,
+            vocab,
+            n_layer,
+            eps,
+            rope,
+            b,
+            t,
+            r: b * t,
+            half: hd / 2,
+            scale: 1.0 / (hd as f32).sqrt(),
+            nl: self.last_rows.len(),
+        }
+    }
+
+    /// Forward and backward of this shard; gradients land in `self.grads`, the loss (already
+    /// divided by the batch's loss count) in `self.loss`.
+    fn step(&mut self, cx: &Ctx<'_>) {
+        let n_layer = cx.dims.n_layer;
         self.grads.fill(0.0);
         self.loss = 0.0;
-        if nl == 0 {
+        if self.last_rows.is_empty() {
             return;
         }
+        self.embed_forward(cx);
+        for li in 0..n_layer {
+            self.block_forward(cx, li);
+        }
+        self.head_forward(cx);
+        let mut grads = std::mem::take(&mut self.grads);
+        self.head_backward(cx, &mut grads);
+        for li in (0..n_layer).rev() {
+            self.block_backward(cx, li, &mut grads);
+        }
+        self.embed_backward(cx, &mut grads);
+        self.grads = grads;
+    }
 
-        // ---- embeddings
+    /// Token (and learned position) embeddings into the first block's input.
+    fn embed_forward(&mut self, cx: &Ctx<'_>) {
+        let Shape { d, vocab, t, r, .. } = self.shape(cx);
         {
             let tok = cx.w(cx.offs.tok, vocab * d);
             let x = &mut self.layers[0].x_in;
@@ -271,147 +302,167 @@ impl Shard {
                 }
             }
         }
+    }
 
-        // ---- blocks
-        for li in 0..n_layer {
-            let lo = cx.offs.layers[li];
-            let last = li + 1 == n_layer;
-            let (cur, rest) = self.layers.split_at_mut(li + 1);
-            let l = &mut cur[li];
-            ln_fwd(
-                &l.x_in,
-                cx.w(lo.ln1_w, d),
-                cx.w(lo.ln1_b, d),
-                &mut l.ln1,
-                &mut l.ln1_st,
-                d,
-                eps,
-            );
-            linear_fwd(
-                &mut self.qkv,
-                &l.ln1,
-                cx.w(lo.qkv_w, 3 * d * d),
-                cx.w(lo.qkv_b, 3 * d),
-                r,
-                d,
-                3 * d,
-            );
-            // split into heads (+ RoPE); the last block keeps queries of loss rows only
-            for row in 0..r {
-                let (bi, p) = (row / t, row % t);
-                let src = &self.qkv[row * 3 * d..(row + 1) * 3 * d];
-                for hi in 0..h {
-                    let dst = ((bi * h + hi) * t + p) * hd;
-                    l.k[dst..dst + hd].copy_from_slice(&src[d + hi * hd..d + (hi + 1) * hd]);
-                    l.v[dst..dst + hd]
-                        .copy_from_slice(&src[2 * d + hi * hd..2 * d + (hi + 1) * hd]);
+    /// Block `li` forward; the last block keeps only the loss rows (compacted).
+    fn block_forward(&mut self, cx: &Ctx<'_>, li: usize) {
+        let Shape {
+            d,
+            h,
+            hd,
+            n_layer,
+            eps,
+            rope,
+            b,
+            t,
+            r,
+            half,
+            scale,
+            nl,
+            ..
+        } = self.shape(cx);
+        let lo = cx.offs.layers[li];
+        let last = li + 1 == n_layer;
+        let (cur, rest) = self.layers.split_at_mut(li + 1);
+        let l = &mut cur[li];
+        ln_fwd(
+            &l.x_in,
+            cx.w(lo.ln1_w, d),
+            cx.w(lo.ln1_b, d),
+            &mut l.ln1,
+            &mut l.ln1_st,
+            d,
+            eps,
+        );
+        linear_fwd(
+            &mut self.qkv,
+            &l.ln1,
+            cx.w(lo.qkv_w, 3 * d * d),
+            cx.w(lo.qkv_b, 3 * d),
+            r,
+            d,
+            3 * d,
+        );
+        // split into heads (+ RoPE); the last block keeps queries of loss rows only
+        for row in 0..r {
+            let (bi, p) = (row / t, row % t);
+            let src = &self.qkv[row * 3 * d..(row + 1) * 3 * d];
+            for hi in 0..h {
+                let dst = ((bi * h + hi) * t + p) * hd;
+                l.k[dst..dst + hd].copy_from_slice(&src[d + hi * hd..d + (hi + 1) * hd]);
+                l.v[dst..dst + hd].copy_from_slice(&src[2 * d + hi * hd..2 * d + (hi + 1) * hd]);
+                if rope {
+                    let (c, s) = (
+                        &cx.cos[p * half..(p + 1) * half],
+                        &cx.sin[p * half..(p + 1) * half],
+                    );
+                    rope_apply(&mut l.k[dst..dst + hd], c, s);
+                }
+                if !last {
+                    l.q[dst..dst + hd].copy_from_slice(&src[hi * hd..(hi + 1) * hd]);
                     if rope {
                         let (c, s) = (
                             &cx.cos[p * half..(p + 1) * half],
                             &cx.sin[p * half..(p + 1) * half],
                         );
-                        rope_apply(&mut l.k[dst..dst + hd], c, s);
-                    }
-                    if !last {
-                        l.q[dst..dst + hd].copy_from_slice(&src[hi * hd..(hi + 1) * hd]);
-                        if rope {
-                            let (c, s) = (
-                                &cx.cos[p * half..(p + 1) * half],
-                                &cx.sin[p * half..(p + 1) * half],
-                            );
-                            rope_apply(&mut l.q[dst..dst + hd], c, s);
-                        }
+                        rope_apply(&mut l.q[dst..dst + hd], c, s);
                     }
                 }
             }
-            if last {
-                // q of loss rows, (nl, h, hd) row-major = (nl, d)
-                for (i, &row) in self.last_rows.iter().enumerate() {
-                    let p = row % t;
-                    let src = &self.qkv[row * 3 * d..row * 3 * d + d];
-                    let dst = &mut l.q[i * d..(i + 1) * d];
-                    dst.copy_from_slice(src);
-                    if rope {
-                        for hi in 0..h {
-                            rope_apply(
-                                &mut dst[hi * hd..(hi + 1) * hd],
-                                &cx.cos[p * half..(p + 1) * half],
-                                &cx.sin[p * half..(p + 1) * half],
-                            );
-                        }
+        }
+        if last {
+            // q of loss rows, (nl, h, hd) row-major = (nl, d)
+            for (i, &row) in self.last_rows.iter().enumerate() {
+                let p = row % t;
+                let src = &self.qkv[row * 3 * d..row * 3 * d + d];
+                let dst = &mut l.q[i * d..(i + 1) * d];
+                dst.copy_from_slice(src);
+                if rope {
+                    for hi in 0..h {
+                        rope_apply(
+                            &mut dst[hi * hd..(hi + 1) * hd],
+                            &cx.cos[p * half..(p + 1) * half],
+                            &cx.sin[p * half..(p + 1) * half],
+                        );
                     }
                 }
-            }
-
-            // attention
-            if !last {
-                attn_full_fwd(l, b, t, &cx.dims, scale);
-            } else {
-                attn_rows_fwd(l, &self.runs, t, &cx.dims, scale);
-            }
-            let rr = if last { nl } else { r };
-            // x_mid = x_in + y Wp^T + bp (compacted to loss rows in the last block)
-            linear_fwd(
-                &mut l.x_mid,
-                &l.y,
-                cx.w(lo.proj_w, d * d),
-                cx.w(lo.proj_b, d),
-                rr,
-                d,
-                d,
-            );
-            if last {
-                for (i, &row) in self.last_rows.iter().enumerate() {
-                    for (o, &x) in l.x_mid[i * d..(i + 1) * d]
-                        .iter_mut()
-                        .zip(&l.x_in[row * d..(row + 1) * d])
-                    {
-                        *o += x;
-                    }
-                }
-            } else {
-                for (o, &x) in l.x_mid.iter_mut().zip(&l.x_in) {
-                    *o += x;
-                }
-            }
-            ln_fwd(
-                &l.x_mid,
-                cx.w(lo.ln2_w, d),
-                cx.w(lo.ln2_b, d),
-                &mut l.ln2,
-                &mut l.ln2_st,
-                d,
-                eps,
-            );
-            linear_fwd(
-                &mut l.hpre,
-                &l.ln2,
-                cx.w(lo.fc_w, 4 * d * d),
-                cx.w(lo.fc_b, 4 * d),
-                rr,
-                d,
-                4 * d,
-            );
-            gelu_fwd(&l.hpre, &mut l.gact);
-            let out: &mut Vec<f32> = if last {
-                &mut self.x_fin
-            } else {
-                &mut rest[0].x_in
-            };
-            linear_fwd(
-                out,
-                &l.gact,
-                cx.w(lo.out_w, 4 * d * d),
-                cx.w(lo.out_b, d),
-                rr,
-                4 * d,
-                d,
-            );
-            for (o, &x) in out.iter_mut().zip(&l.x_mid) {
-                *o += x;
             }
         }
 
+        // attention
+        if !last {
+            attn_full_fwd(l, b, t, &cx.dims, scale);
+        } else {
+            attn_rows_fwd(l, &self.runs, t, &cx.dims, scale);
+        }
+        let rr = if last { nl } else { r };
+        // x_mid = x_in + y Wp^T + bp (compacted to loss rows in the last block)
+        linear_fwd(
+            &mut l.x_mid,
+            &l.y,
+            cx.w(lo.proj_w, d * d),
+            cx.w(lo.proj_b, d),
+            rr,
+            d,
+            d,
+        );
+        if last {
+            for (i, &row) in self.last_rows.iter().enumerate() {
+                for (o, &x) in l.x_mid[i * d..(i + 1) * d]
+                    .iter_mut()
+                    .zip(&l.x_in[row * d..(row + 1) * d])
+                {
+                    *o += x;
+                }
+            }
+        } else {
+            for (o, &x) in l.x_mid.iter_mut().zip(&l.x_in) {
+                *o += x;
+            }
+        }
+        ln_fwd(
+            &l.x_mid,
+            cx.w(lo.ln2_w, d),
+            cx.w(lo.ln2_b, d),
+            &mut l.ln2,
+            &mut l.ln2_st,
+            d,
+            eps,
+        );
+        linear_fwd(
+            &mut l.hpre,
+            &l.ln2,
+            cx.w(lo.fc_w, 4 * d * d),
+            cx.w(lo.fc_b, 4 * d),
+            rr,
+            d,
+            4 * d,
+        );
+        gelu_fwd(&l.hpre, &mut l.gact);
+        let out: &mut Vec<f32> = if last {
+            &mut self.x_fin
+        } else {
+            &mut rest[0].x_in
+        };
+        linear_fwd(
+            out,
+            &l.gact,
+            cx.w(lo.out_w, 4 * d * d),
+            cx.w(lo.out_b, d),
+            rr,
+            4 * d,
+            d,
+        );
+        for (o, &x) in out.iter_mut().zip(&l.x_mid) {
+            *o += x;
+        }
+    }
+
+    /// Final LayerNorm, tied head and masked cross-entropy over the loss rows; sets `self.loss`.
+    fn head_forward(&mut self, cx: &Ctx<'_>) {
+        let Shape {
+            d, vocab, eps, nl, ..
+        } = self.shape(cx);
         // ---- final LayerNorm, tied head, masked cross-entropy (loss rows only)
         let offs = cx.offs;
         ln_fwd(
@@ -462,12 +513,17 @@ impl Shard {
             dr[tgt as usize] -= inv_n;
         }
         self.loss = loss / cx.n_loss as f64;
+    }
 
+    /// Backward through the head and the final LayerNorm, into `self.dxc`.
+    fn head_backward(&mut self, cx: &Ctx<'_>, grads: &mut [f32]) {
+        let Shape { d, vocab, nl, .. } = self.shape(cx);
+        let offs = cx.offs;
+        let tok = cx.w(offs.tok, vocab * d);
         // ---- backward: head and final LayerNorm
-        let mut grads = std::mem::take(&mut self.grads);
         // d tok += dlog^T lnf ; d lnf = dlog tok
         mm(
-            g_mut(&mut grads, offs.tok, vocab * d),
+            g_mut(grads, offs.tok, vocab * d),
             d,
             &self.dlog,
             vocab,
@@ -496,7 +552,7 @@ impl Shard {
         );
         self.dxc.fill(0.0);
         {
-            let (gw, gb) = two_mut(&mut grads, offs.lnf_w, offs.lnf_b, d);
+            let (gw, gb) = two_mut(grads, offs.lnf_w, offs.lnf_b, d);
             ln_bwd(
                 &self.dhf,
                 &self.x_fin,
@@ -508,226 +564,246 @@ impl Shard {
                 d,
             );
         }
+    }
 
-        // ---- backward: blocks. Entering block li, the gradient w.r.t. its output is in dxc
-        // (compacted loss rows) for the last block and in dx (all rows) otherwise.
-        for li in (0..n_layer).rev() {
-            let lo = offs.layers[li];
-            let last = li + 1 == n_layer;
-            let l = &self.layers[li];
-            let rr = if last { nl } else { r };
-            let dxo: &[f32] = if last { &self.dxc } else { &self.dx };
-            // MLP output layer
-            mm(
-                g_mut(&mut grads, lo.out_w, 4 * d * d),
-                4 * d,
-                dxo,
-                d,
-                true,
-                &l.gact,
-                4 * d,
-                false,
-                d,
-                4 * d,
-                rr,
-                true,
-            );
-            bias_grad(g_mut(&mut grads, lo.out_b, d), &dxo[..rr * d], d);
-            let dg = &mut self.dbig[..rr * 4 * d];
-            mm(
-                dg,
-                4 * d,
-                dxo,
-                d,
-                false,
-                cx.w(lo.out_w, 4 * d * d),
-                4 * d,
-                false,
-                rr,
-                4 * d,
-                d,
-                false,
-            );
-            gelu_bwd(&l.hpre, dg);
-            // MLP input layer
-            mm(
-                g_mut(&mut grads, lo.fc_w, 4 * d * d),
-                d,
-                dg,
-                4 * d,
-                true,
-                &l.ln2,
-                d,
-                false,
-                4 * d,
-                d,
-                rr,
-                true,
-            );
-            bias_grad(g_mut(&mut grads, lo.fc_b, 4 * d), dg, 4 * d);
-            let dm = &mut self.dt[..rr * d];
-            mm(
-                dm,
-                d,
-                dg,
-                4 * d,
-                false,
-                cx.w(lo.fc_w, 4 * d * d),
-                d,
-                false,
-                rr,
-                d,
-                4 * d,
-                false,
-            );
-            // dx_mid = dxo + ln2_bwd(dm)
-            let dmid = &mut self.dmid[..rr * d];
-            dmid.copy_from_slice(&dxo[..rr * d]);
-            {
-                let (gw, gb) = two_mut(&mut grads, lo.ln2_w, lo.ln2_b, d);
-                ln_bwd(dm, &l.x_mid, &l.ln2_st, cx.w(lo.ln2_w, d), dmid, gw, gb, d);
-            }
-            // attention output projection
-            mm(
-                g_mut(&mut grads, lo.proj_w, d * d),
-                d,
-                dmid,
-                d,
-                true,
-                &l.y,
-                d,
-                false,
-                d,
-                d,
-                rr,
-                true,
-            );
-            bias_grad(g_mut(&mut grads, lo.proj_b, d), dmid, d);
-            let dy = &mut self.dt[..rr * d];
-            mm(
+    /// Block `li` backward. Entering it, the gradient w.r.t. its output is in `dxc` (compacted
+    /// loss rows) for the last block and in `dx` (all rows) otherwise.
+    fn block_backward(&mut self, cx: &Ctx<'_>, li: usize, grads: &mut [f32]) {
+        let Shape {
+            d,
+            h,
+            hd,
+            n_layer,
+            rope,
+            b,
+            t,
+            r,
+            half,
+            scale,
+            nl,
+            ..
+        } = self.shape(cx);
+        let offs = cx.offs;
+        let lo = offs.layers[li];
+        let last = li + 1 == n_layer;
+        let l = &self.layers[li];
+        let rr = if last { nl } else { r };
+        let dxo: &[f32] = if last { &self.dxc } else { &self.dx };
+        // MLP output layer
+        mm(
+            g_mut(grads, lo.out_w, 4 * d * d),
+            4 * d,
+            dxo,
+            d,
+            true,
+            &l.gact,
+            4 * d,
+            false,
+            d,
+            4 * d,
+            rr,
+            true,
+        );
+        bias_grad(g_mut(grads, lo.out_b, d), &dxo[..rr * d], d);
+        let dg = &mut self.dbig[..rr * 4 * d];
+        mm(
+            dg,
+            4 * d,
+            dxo,
+            d,
+            false,
+            cx.w(lo.out_w, 4 * d * d),
+            4 * d,
+            false,
+            rr,
+            4 * d,
+            d,
+            false,
+        );
+        gelu_bwd(&l.hpre, dg);
+        // MLP input layer
+        mm(
+            g_mut(grads, lo.fc_w, 4 * d * d),
+            d,
+            dg,
+            4 * d,
+            true,
+            &l.ln2,
+            d,
+            false,
+            4 * d,
+            d,
+            rr,
+            true,
+        );
+        bias_grad(g_mut(grads, lo.fc_b, 4 * d), dg, 4 * d);
+        let dm = &mut self.dt[..rr * d];
+        mm(
+            dm,
+            d,
+            dg,
+            4 * d,
+            false,
+            cx.w(lo.fc_w, 4 * d * d),
+            d,
+            false,
+            rr,
+            d,
+            4 * d,
+            false,
+        );
+        // dx_mid = dxo + ln2_bwd(dm)
+        let dmid = &mut self.dmid[..rr * d];
+        dmid.copy_from_slice(&dxo[..rr * d]);
+        {
+            let (gw, gb) = two_mut(grads, lo.ln2_w, lo.ln2_b, d);
+            ln_bwd(dm, &l.x_mid, &l.ln2_st, cx.w(lo.ln2_w, d), dmid, gw, gb, d);
+        }
+        // attention output projection
+        mm(
+            g_mut(grads, lo.proj_w, d * d),
+            d,
+            dmid,
+            d,
+            true,
+            &l.y,
+            d,
+            false,
+            d,
+            d,
+            rr,
+            true,
+        );
+        bias_grad(g_mut(grads, lo.proj_b, d), dmid, d);
+        let dy = &mut self.dt[..rr * d];
+        mm(
+            dy,
+            d,
+            dmid,
+            d,
+            false,
+            cx.w(lo.proj_w, d * d),
+            d,
+            false,
+            rr,
+            d,
+            d,
+            false,
+        );
+        let dy: &[f32] = dy;
+        // attention core -> dq (head layout; (nl, d) in the last block), dk, dv
+        let (dq, dk, dv) = (&mut self.dq, &mut self.dk, &mut self.dv);
+        if !last {
+            attn_full_bwd(l, dy, dq, dk, dv, &mut self.dp, b, t, &cx.dims, scale);
+        } else {
+            attn_rows_bwd(
+                l,
                 dy,
-                d,
-                dmid,
-                d,
-                false,
-                cx.w(lo.proj_w, d * d),
-                d,
-                false,
-                rr,
-                d,
-                d,
-                false,
+                dq,
+                dk,
+                dv,
+                &mut self.dp,
+                &self.runs,
+                t,
+                &cx.dims,
+                scale,
             );
-            let dy: &[f32] = dy;
-            // attention core -> dq (head layout; (nl, d) in the last block), dk, dv
-            let (dq, dk, dv) = (&mut self.dq, &mut self.dk, &mut self.dv);
-            if !last {
-                attn_full_bwd(l, dy, dq, dk, dv, &mut self.dp, b, t, &cx.dims, scale);
-            } else {
-                attn_rows_bwd(
-                    l,
-                    dy,
-                    dq,
-                    dk,
-                    dv,
-                    &mut self.dp,
-                    &self.runs,
-                    t,
-                    &cx.dims,
-                    scale,
-                );
-            }
-            // back to (rows, 3d), RoPE transposed
-            let dqkv = &mut self.dqkv;
-            if last {
-                dqkv.fill(0.0);
-            }
-            for row in 0..r {
-                let (bi, p) = (row / t, row % t);
-                let dst = &mut dqkv[row * 3 * d..(row + 1) * 3 * d];
-                for hi in 0..h {
-                    let src = ((bi * h + hi) * t + p) * hd;
-                    dst[d + hi * hd..d + (hi + 1) * hd].copy_from_slice(&dk[src..src + hd]);
-                    dst[2 * d + hi * hd..2 * d + (hi + 1) * hd].copy_from_slice(&dv[src..src + hd]);
+        }
+        // back to (rows, 3d), RoPE transposed
+        let dqkv = &mut self.dqkv;
+        if last {
+            dqkv.fill(0.0);
+        }
+        for row in 0..r {
+            let (bi, p) = (row / t, row % t);
+            let dst = &mut dqkv[row * 3 * d..(row + 1) * 3 * d];
+            for hi in 0..h {
+                let src = ((bi * h + hi) * t + p) * hd;
+                dst[d + hi * hd..d + (hi + 1) * hd].copy_from_slice(&dk[src..src + hd]);
+                dst[2 * d + hi * hd..2 * d + (hi + 1) * hd].copy_from_slice(&dv[src..src + hd]);
+                if !last {
+                    dst[hi * hd..(hi + 1) * hd].copy_from_slice(&dq[src..src + hd]);
+                }
+                if rope {
+                    let c = &cx.cos[p * half..(p + 1) * half];
+                    let s = &cx.sin[p * half..(p + 1) * half];
+                    rope_apply_t(&mut dst[d + hi * hd..d + (hi + 1) * hd], c, s);
                     if !last {
-                        dst[hi * hd..(hi + 1) * hd].copy_from_slice(&dq[src..src + hd]);
-                    }
-                    if rope {
-                        let c = &cx.cos[p * half..(p + 1) * half];
-                        let s = &cx.sin[p * half..(p + 1) * half];
-                        rope_apply_t(&mut dst[d + hi * hd..d + (hi + 1) * hd], c, s);
-                        if !last {
-                            rope_apply_t(&mut dst[hi * hd..(hi + 1) * hd], c, s);
-                        }
+                        rope_apply_t(&mut dst[hi * hd..(hi + 1) * hd], c, s);
                     }
                 }
-            }
-            if last {
-                for (i, &row) in self.last_rows.iter().enumerate() {
-                    let p = row % t;
-                    let dst = &mut dqkv[row * 3 * d..row * 3 * d + d];
-                    dst.copy_from_slice(&dq[i * d..(i + 1) * d]);
-                    if rope {
-                        for hi in 0..h {
-                            rope_apply_t(
-                                &mut dst[hi * hd..(hi + 1) * hd],
-                                &cx.cos[p * half..(p + 1) * half],
-                                &cx.sin[p * half..(p + 1) * half],
-                            );
-                        }
-                    }
-                }
-            }
-            let dqkv: &[f32] = dqkv;
-            mm(
-                g_mut(&mut grads, lo.qkv_w, 3 * d * d),
-                d,
-                dqkv,
-                3 * d,
-                true,
-                &l.ln1,
-                d,
-                false,
-                3 * d,
-                d,
-                r,
-                true,
-            );
-            bias_grad(g_mut(&mut grads, lo.qkv_b, 3 * d), dqkv, 3 * d);
-            // da = dqkv W_qkv ; dx_in = dx_mid (scattered back to all rows) + ln1_bwd(da)
-            let da = &mut self.dt[..r * d];
-            mm(
-                da,
-                d,
-                dqkv,
-                3 * d,
-                false,
-                cx.w(lo.qkv_w, 3 * d * d),
-                d,
-                false,
-                r,
-                d,
-                3 * d,
-                false,
-            );
-            let dxi = &mut self.dx;
-            if last {
-                dxi.fill(0.0);
-                for (i, &row) in self.last_rows.iter().enumerate() {
-                    dxi[row * d..(row + 1) * d].copy_from_slice(&self.dmid[i * d..(i + 1) * d]);
-                }
-            } else {
-                dxi.copy_from_slice(&self.dmid[..r * d]);
-            }
-            {
-                let (gw, gb) = two_mut(&mut grads, lo.ln1_w, lo.ln1_b, d);
-                ln_bwd(da, &l.x_in, &l.ln1_st, cx.w(lo.ln1_w, d), dxi, gw, gb, d);
             }
         }
+        if last {
+            for (i, &row) in self.last_rows.iter().enumerate() {
+                let p = row % t;
+                let dst = &mut dqkv[row * 3 * d..row * 3 * d + d];
+                dst.copy_from_slice(&dq[i * d..(i + 1) * d]);
+                if rope {
+                    for hi in 0..h {
+                        rope_apply_t(
+                            &mut dst[hi * hd..(hi + 1) * hd],
+                            &cx.cos[p * half..(p + 1) * half],
+                            &cx.sin[p * half..(p + 1) * half],
+                        );
+                    }
+                }
+            }
+        }
+        let dqkv: &[f32] = dqkv;
+        mm(
+            g_mut(grads, lo.qkv_w, 3 * d * d),
+            d,
+            dqkv,
+            3 * d,
+            true,
+            &l.ln1,
+            d,
+            false,
+            3 * d,
+            d,
+            r,
+            true,
+        );
+        bias_grad(g_mut(grads, lo.qkv_b, 3 * d), dqkv, 3 * d);
+        // da = dqkv W_qkv ; dx_in = dx_mid (scattered back to all rows) + ln1_bwd(da)
+        let da = &mut self.dt[..r * d];
+        mm(
+            da,
+            d,
+            dqkv,
+            3 * d,
+            false,
+            cx.w(lo.qkv_w, 3 * d * d),
+            d,
+            false,
+            r,
+            d,
+            3 * d,
+            false,
+        );
+        let dxi = &mut self.dx;
+        if last {
+            dxi.fill(0.0);
+            for (i, &row) in self.last_rows.iter().enumerate() {
+                dxi[row * d..(row + 1) * d].copy_from_slice(&self.dmid[i * d..(i + 1) * d]);
+            }
+        } else {
+            dxi.copy_from_slice(&self.dmid[..r * d]);
+        }
+        {
+            let (gw, gb) = two_mut(grads, lo.ln1_w, lo.ln1_b, d);
+            ln_bwd(da, &l.x_in, &l.ln1_st, cx.w(lo.ln1_w, d), dxi, gw, gb, d);
+        }
+    }
 
+    /// Embedding gradients from the first block's input gradient.
+    fn embed_backward(&mut self, cx: &Ctx<'_>, grads: &mut [f32]) {
+        let Shape { d, vocab, t, r, .. } = self.shape(cx);
+        let offs = cx.offs;
         // ---- embeddings backward
         {
-            let gt = g_mut(&mut grads, offs.tok, vocab * d);
+            let gt = g_mut(grads, offs.tok, vocab * d);
             for (row, &id) in self.ids.iter().enumerate() {
                 let id = id as usize;
                 axpy(
@@ -738,7 +814,7 @@ impl Shard {
             }
         }
         if let Some(po) = offs.pos {
-            let gp = g_mut(&mut grads, po, t * d);
+            let gp = g_mut(grads, po, t * d);
             for row in 0..r {
                 let p = row % t;
                 axpy(
@@ -748,8 +824,25 @@ impl Shard {
                 );
             }
         }
-        self.grads = grads;
     }
+}
+
+/// The sizes of one shard's step.
+#[derive(Clone, Copy)]
+struct Shape {
+    d: usize,
+    h: usize,
+    hd: usize,
+    vocab: usize,
+    n_layer: usize,
+    eps: f32,
+    rope: bool,
+    b: usize,
+    t: usize,
+    r: usize,
+    half: usize,
+    scale: f32,
+    nl: usize,
 }
 
 /// Query rows per block of the causal attention products: a block only meets the keys up to
