@@ -49,7 +49,8 @@ pub struct GoldCall {
     pub params: Map<String, Value>,
 }
 
-fn kind(v: &Value) -> &'static str {
+/// How a JSON value is named in error messages ("a list", "an object", ...).
+pub fn json_kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -69,7 +70,7 @@ impl GoldCall {
                 at.into(),
                 format!(
                     "expected {{function_name: {{param: [accepted...]}}}}, got {}",
-                    kind(g)
+                    json_kind(g)
                 ),
             ));
         };
@@ -83,14 +84,20 @@ impl GoldCall {
         let Value::Object(params) = params else {
             return Err(err(
                 format!("{at}.{name}"),
-                format!("expected an object of parameters, got {}", kind(params)),
+                format!(
+                    "expected an object of parameters, got {}",
+                    json_kind(params)
+                ),
             ));
         };
         for (p, accepted) in params {
             if !accepted.is_array() {
                 return Err(err(
                     format!("{at}.{name}.{p}"),
-                    format!("expected a list of accepted values, got {}", kind(accepted)),
+                    format!(
+                        "expected a list of accepted values, got {}",
+                        json_kind(accepted)
+                    ),
                 ));
             }
         }
@@ -104,7 +111,7 @@ impl GoldCall {
     pub fn parse_list(ground_truth: &Value) -> Result<Vec<GoldCall>, GoldError> {
         let list = ground_truth.as_array().ok_or_else(|| GoldError {
             at: "ground_truth".into(),
-            message: format!("expected a list, got {}", kind(ground_truth)),
+            message: format!("expected a list, got {}", json_kind(ground_truth)),
         })?;
         list.iter()
             .enumerate()

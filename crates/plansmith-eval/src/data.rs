@@ -500,16 +500,7 @@ fn malformed(path: &Path, line: usize, message: String) -> EvalError {
     }
 }
 
-pub(crate) fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
-}
+pub(crate) use plansmith_core::bfcl::json_kind as kind;
 
 /// The assets directory: `$PLANSMITH_ASSETS`, else `<workspace>/assets`.
 pub fn assets_dir() -> PathBuf {

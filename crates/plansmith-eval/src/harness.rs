@@ -17,6 +17,9 @@ pub struct SubjectOutput {
     pub calls: Option<Vec<BfclCall>>,
     /// Wall time the subject spent on the item.
     pub latency: Duration,
+    /// For a subject with a confidence gate: whether the gate let this answer through (an
+    /// escalated answer means no action was taken). `None` for subjects without a gate.
+    pub accepted: Option<bool>,
 }
 
 /// The underlying error of a failed subject. The harness cannot know the concrete types (a
@@ -116,13 +119,9 @@ pub fn run_eval_with<S: Subject + ?Sized>(
             category: &item.category,
             valid: verdict.valid,
         });
-        records.push(ItemRecord::new(
-            item,
-            out.text,
-            out.calls,
-            &verdict,
-            out.latency,
-        ));
+        let mut record = ItemRecord::new(item, out.text, out.calls, &verdict, out.latency);
+        record.accepted = out.accepted;
+        records.push(record);
     }
     let report = EvalReport::from_records(&records);
     Ok(EvalRun { records, report })

@@ -28,6 +28,6 @@ pub use harness::{
     run_eval, run_eval_with, EvalRun, Progress, Subject, SubjectCause, SubjectError, SubjectOutput,
 };
 pub use report::{
-    score_category, score_category_with, Anchor, CategoryScore, EvalReport, ItemRecord,
+    score_category, score_category_with, Anchor, CategoryScore, EvalReport, GateScore, ItemRecord,
     LatencySummary, PUBLISHED_ANCHORS,
 };

@@ -56,6 +56,17 @@ pub struct CategoryScore {
     pub correct: usize,
     /// `correct / n` (0 when `n == 0`).
     pub accuracy: f64,
+    /// For a gated subject: answers the gate let through, and those of them that are wrong
+    /// (the silent wrong answers a deployment pays for). Absent for subjects without a gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<GateScore>,
+}
+
+/// What a confidence gate let through in one category.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GateScore {
+    pub accepted: usize,
+    pub accepted_wrong: usize,
 }
 
 impl CategoryScore {
@@ -68,6 +79,7 @@ impl CategoryScore {
             } else {
                 correct as f64 / n as f64
             },
+            gate: None,
         }
     }
 }
@@ -159,15 +171,29 @@ impl EvalReport {
 
     /// Builds the report from per-item records.
     pub fn from_records(records: &[ItemRecord]) -> Self {
-        let mut counts: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+        let mut counts: BTreeMap<String, CategoryScore> = BTreeMap::new();
         for r in records {
-            let e = counts.entry(r.category.clone()).or_default();
-            e.0 += 1;
-            e.1 += usize::from(r.valid);
+            let score = counts
+                .entry(r.category.clone())
+                .or_insert(CategoryScore::new(0, 0));
+            score.n += 1;
+            score.correct += usize::from(r.valid);
+            if let Some(accepted) = r.accepted {
+                let gate = score.gate.get_or_insert(GateScore {
+                    accepted: 0,
+                    accepted_wrong: 0,
+                });
+                gate.accepted += usize::from(accepted);
+                gate.accepted_wrong += usize::from(accepted && !r.valid);
+            }
         }
         let categories = counts
             .into_iter()
-            .map(|(c, (n, k))| (c, CategoryScore::new(n, k)))
+            .map(|(c, s)| {
+                let mut score = CategoryScore::new(s.n, s.correct);
+                score.gate = s.gate;
+                (c, score)
+            })
             .collect();
         let lat: Vec<Duration> = records
             .iter()
@@ -187,12 +213,26 @@ impl EvalReport {
     /// anchors for comparison.
     pub fn to_markdown(&self, subject: &str, anchors: &[Anchor]) -> String {
         let mut s = String::new();
-        let _ = writeln!(s, "| category | n | correct | accuracy |");
-        let _ = writeln!(s, "|---|---:|---:|---:|");
-        for (c, sc) in &self.categories {
+        let gated = self.categories.values().any(|c| c.gate.is_some());
+        if gated {
             let _ = writeln!(
                 s,
-                "| {c} | {} | {} | {:.2}% |",
+                "| category | n | correct | accuracy | accepted by the gate | accepted and wrong |"
+            );
+            let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|");
+        } else {
+            let _ = writeln!(s, "| category | n | correct | accuracy |");
+            let _ = writeln!(s, "|---|---:|---:|---:|");
+        }
+        for (c, sc) in &self.categories {
+            let gate = match (gated, sc.gate) {
+                (true, Some(g)) => format!(" {} | {} |", g.accepted, g.accepted_wrong),
+                (true, None) => " | |".to_string(),
+                (false, _) => String::new(),
+            };
+            let _ = writeln!(
+                s,
+                "| {c} | {} | {} | {:.2}% |{gate}",
                 sc.n,
                 sc.correct,
                 sc.accuracy * 100.0
@@ -329,6 +369,9 @@ pub struct ItemRecord {
     /// Why the verdict is what it is (`ok`, or the checker's error).
     pub reason: String,
     pub latency_ms: f64,
+    /// Whether a gated subject's gate let the answer through (absent without a gate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepted: Option<bool>,
 }
 
 impl ItemRecord {
@@ -349,6 +392,7 @@ impl ItemRecord {
             error_type: verdict.error_type.clone(),
             reason: verdict.reason(),
             latency_ms: latency.as_secs_f64() * 1e3,
+            accepted: None,
         }
     }
 

@@ -190,6 +190,7 @@ impl Subject for Oracle {
             text: BfclCall::list_to_bfcl(&calls).to_string(),
             calls: Some(calls),
             latency: Duration::from_millis(2),
+            accepted: None,
         })
     }
 }
@@ -314,4 +315,71 @@ fn real_bfcl_docs_convert_to_json_schema() {
         }
     }
     assert!(n > 1000);
+}
+
+/// A gated subject: answers every item with the same call, and says the gate let through only
+/// the items whose id ends in an even digit.
+struct Gated;
+
+impl Subject for Gated {
+    fn call(&mut self, item: &BfclItem) -> Result<SubjectOutput, SubjectError> {
+        let call = BfclCall::new(
+            "light.set",
+            json!({"room": "kitchen", "level": 3})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        let even = item.id.ends_with(['0', '2', '4', '6', '8']);
+        Ok(SubjectOutput {
+            text: BfclCall::list_to_bfcl(std::slice::from_ref(&call)).to_string(),
+            calls: Some(vec![call]),
+            latency: Duration::from_millis(1),
+            accepted: Some(even),
+        })
+    }
+}
+
+#[test]
+fn a_gated_subject_reports_what_its_gate_let_through() {
+    let d = TempDir::new("gated");
+    // home_0..home_3 want the call; irrelevance items want none, so the same call is wrong there
+    d.write(
+        "BFCL_v4_home.json",
+        &(0..4)
+            .map(|i| item_line(&format!("home_{i}")) + "\n")
+            .collect::<String>(),
+    );
+    d.write(
+        "possible_answer/BFCL_v4_home.json",
+        &(0..4)
+            .map(|i| answer_line(&format!("home_{i}")) + "\n")
+            .collect::<String>(),
+    );
+    d.write(
+        "BFCL_v4_home_irrelevance.json",
+        &(0..3)
+            .map(|i| item_line(&format!("irr_{i}")) + "\n")
+            .collect::<String>(),
+    );
+    let items = load_categories(&d.0, &["home", "home_irrelevance"]).unwrap();
+    let run = run_eval(&mut Gated, &items, |_| {}).unwrap();
+    let home = run.report.categories["home"];
+    assert_eq!((home.n, home.correct), (4, 4));
+    let g = home.gate.unwrap();
+    assert_eq!((g.accepted, g.accepted_wrong), (2, 0));
+    let irr = run.report.categories["home_irrelevance"];
+    assert_eq!(irr.correct, 0);
+    let g = irr.gate.unwrap();
+    // irr_0 and irr_2 were let through, and acting on them is wrong
+    assert_eq!((g.accepted, g.accepted_wrong), (2, 2));
+    assert_eq!(run.records[1].accepted, Some(false));
+    let md = run.report.to_markdown("gated", &[]);
+    assert!(md.contains("accepted and wrong"), "{md}");
+    assert!(
+        md.contains("| home_irrelevance | 3 | 0 | 0.00% | 2 | 2 |"),
+        "{md}"
+    );
+    let json = run.report.to_json().unwrap();
+    assert!(json.contains("\"accepted_wrong\": 2"), "{json}");
 }

@@ -643,17 +643,11 @@ impl Planner {
         Ok(d)
     }
 
-    /// Plan a request against the planner's catalog.
-    pub fn plan(&self, request: &str) -> Result<Outcome, PlannerError> {
-        self.plan_request(&PlanRequest::new(request))
-    }
-
-    /// Decode, gate, and escalate when needed. Only verified plans leave.
-    pub fn plan_request(&self, req: &PlanRequest) -> Result<Outcome, PlannerError> {
-        let start = Instant::now();
-        let decoded = self.decode(req)?;
+    /// The gate: why a decoded plan must escalate (a dead end, a violation, confidence below
+    /// the floor), or `None` when it may leave.
+    pub fn gate(&self, decoded: &Decoded) -> Option<String> {
         let confidence = decoded.confidence(self.settings.confidence);
-        let reason = if let Some(d) = &decoded.dead {
+        if let Some(d) = &decoded.dead {
             Some(format!("decoding dead end: {d}"))
         } else if let Some(v) = decoded.violations.first() {
             Some(format!("invalid plan: {v}"))
@@ -664,7 +658,20 @@ impl Planner {
             ))
         } else {
             None
-        };
+        }
+    }
+
+    /// Plan a request against the planner's catalog.
+    pub fn plan(&self, request: &str) -> Result<Outcome, PlannerError> {
+        self.plan_request(&PlanRequest::new(request))
+    }
+
+    /// Decode, gate, and escalate when needed. Only verified plans leave.
+    pub fn plan_request(&self, req: &PlanRequest) -> Result<Outcome, PlannerError> {
+        let start = Instant::now();
+        let decoded = self.decode(req)?;
+        let confidence = decoded.confidence(self.settings.confidence);
+        let reason = self.gate(&decoded);
         self.bump(|c| c.requests += 1);
         let Some(reason) = reason else {
             let plan = decoded.plan.unwrap_or_default();

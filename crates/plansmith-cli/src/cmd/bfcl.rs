@@ -97,10 +97,13 @@ impl Subject for PlannerSubject {
             (Some(plan), None) => Some(bfcl_calls(plan)),
             _ => None,
         };
+        // Free decoding has no gate; constrained decoding reports what the floor would do.
+        let accepted = (!self.free).then(|| self.planner.gate(&decoded).is_none());
         Ok(SubjectOutput {
             text: decoded.text,
             calls,
             latency: start.elapsed(),
+            accepted,
         })
     }
 }
@@ -110,6 +113,8 @@ fn no_answer(text: String, start: Instant) -> SubjectOutput {
         text,
         calls: None,
         latency: start.elapsed(),
+        // nothing was answered, so nothing acts: the request escalates
+        accepted: Some(false),
     }
 }
 
@@ -182,6 +187,7 @@ impl Subject for EndpointSubject {
             text,
             calls,
             latency: start.elapsed(),
+            accepted: None,
         })
     }
 }
