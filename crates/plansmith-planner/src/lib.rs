@@ -1,9 +1,11 @@
 //! plansmith-planner: the verified planner.
 //!
-//! It owns constrained greedy decoding over a tiny LM ([`planner`]), the confidence floor and
+//! It owns constrained greedy decoding ([`planner`]) over any [`ModelBackend`] (a tiny GPT,
+//! [`tiny`], or a pretrained model, [`llama`]), the confidence floor and
 //! its calibration ([`calibrate`]), teachers and escalation ([`teacher`]), harvesting of
 //! escalations as traces, training a planner from traces ([`train`]), evaluating one on traces
-//! ([`eval`]) and the planner directory format ([`dir`]). It must not know about HTTP: the
+//! ([`eval`]) and the planner directory format ([`dir`]). Its modules form no cycle
+//! (`tests/module_graph.rs`). It must not know about HTTP: the
 //! server calls [`Planner::plan_request`] from worker threads.
 //!
 //! The invariant it exists for: **only verified plans leave**. A plan is emitted by the model
