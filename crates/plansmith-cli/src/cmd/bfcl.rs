@@ -79,7 +79,10 @@ impl Subject for PlannerSubject {
         let catalog = match Catalog::from_value(&Value::Array(item.functions.clone())) {
             Ok(c) => Arc::new(c),
             // A schema the planner cannot constrain is an answer it cannot give, not a crash.
-            Err(e) => return Ok(no_answer(format!("catalog: {e}"), start)),
+            Err(e) => {
+                let gate = (!self.free).then_some(false);
+                return Ok(no_answer(format!("catalog: {e}"), start, gate));
+            }
         };
         let decoded = if self.free {
             let mut greedy = plansmith_lm::Sampler::new(0.0, 0);
@@ -108,13 +111,13 @@ impl Subject for PlannerSubject {
     }
 }
 
-fn no_answer(text: String, start: Instant) -> SubjectOutput {
+/// No answer at all: nothing acts, so a gated subject counts it as escalated (`Some(false)`).
+fn no_answer(text: String, start: Instant, accepted: Option<bool>) -> SubjectOutput {
     SubjectOutput {
         text,
         calls: None,
         latency: start.elapsed(),
-        // nothing was answered, so nothing acts: the request escalates
-        accepted: Some(false),
+        accepted,
     }
 }
 
