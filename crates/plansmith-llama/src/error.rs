@@ -93,6 +93,10 @@ pub enum LlamaError {
     #[error("context overflow: {needed} tokens needed but the context length is {max}")]
     ContextOverflow { needed: usize, max: usize },
 
+    /// A training checkpoint that cannot be resumed.
+    #[error("training checkpoint {path}: {reason}")]
+    Checkpoint { path: PathBuf, reason: String },
+
     /// A snapshot does not belong to this model, or a call was made in the wrong state.
     #[error("invalid state: {0}")]
     State(String),

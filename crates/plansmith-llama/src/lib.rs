@@ -42,3 +42,6 @@ pub use bench::{bench_lm, BenchOptions, BenchReport, BenchRow};
 pub mod lora;
 
 pub use lora::{LoraConfig, LoraTarget, LoraTrainer, PeftAdapter};
+pub mod train;
+
+pub use train::{EngineConfig, Example, LoraEngine, StepStats};

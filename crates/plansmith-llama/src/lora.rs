@@ -17,16 +17,31 @@ use crate::config::LlamaConfig;
 use crate::error::{LlamaError, Result};
 use crate::model::LlamaModel;
 
-/// Attention projection an adapter can target.
+/// A projection an adapter can target: the four attention projections and the three of the
+/// SiLU-gated MLP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum LoraTarget {
     Q,
     K,
     V,
     O,
+    Gate,
+    Up,
+    Down,
 }
 
 impl LoraTarget {
+    /// Every target, in the order adapters are stored.
+    pub const ALL: [LoraTarget; 7] = [
+        Self::Q,
+        Self::K,
+        Self::V,
+        Self::O,
+        Self::Gate,
+        Self::Up,
+        Self::Down,
+    ];
+
     /// PEFT / Hugging Face module name.
     pub fn peft_name(self) -> &'static str {
         match self {
@@ -34,17 +49,57 @@ impl LoraTarget {
             Self::K => "k_proj",
             Self::V => "v_proj",
             Self::O => "o_proj",
+            Self::Gate => "gate_proj",
+            Self::Up => "up_proj",
+            Self::Down => "down_proj",
         }
     }
 
-    fn from_peft(s: &str) -> Option<Self> {
-        match s {
-            "q_proj" => Some(Self::Q),
-            "k_proj" => Some(Self::K),
-            "v_proj" => Some(Self::V),
-            "o_proj" => Some(Self::O),
+    /// The Hugging Face sub-module holding the projection.
+    pub fn hf_module(self) -> &'static str {
+        match self {
+            Self::Q | Self::K | Self::V | Self::O => "self_attn",
+            Self::Gate | Self::Up | Self::Down => "mlp",
+        }
+    }
+
+    /// PEFT tensor-name prefix of this target in layer `layer`.
+    pub fn peft_prefix(self, layer: usize) -> String {
+        format!(
+            "base_model.model.model.layers.{layer}.{}.{}",
+            self.hf_module(),
+            self.peft_name()
+        )
+    }
+
+    /// `(out, in)` of the projection for a model configuration.
+    pub fn shape(self, cfg: &LlamaConfig) -> (usize, usize) {
+        let (d, ff) = (cfg.hidden_size, cfg.intermediate_size);
+        let (qd, kvd) = (
+            cfg.num_heads * cfg.head_dim,
+            cfg.num_kv_heads * cfg.head_dim,
+        );
+        match self {
+            Self::Q => (qd, d),
+            Self::K | Self::V => (kvd, d),
+            Self::O => (d, qd),
+            Self::Gate | Self::Up => (ff, d),
+            Self::Down => (d, ff),
+        }
+    }
+
+    /// Heads whose q/k rows GGUF permutes for interleaved RoPE (`None`: rows as in HF).
+    pub(crate) fn rope_heads(self, cfg: &LlamaConfig) -> Option<usize> {
+        match self {
+            Self::Q => Some(cfg.num_heads),
+            Self::K => Some(cfg.num_kv_heads),
             _ => None,
         }
+    }
+
+    /// Parse a PEFT module name (`q_proj`, ..., `down_proj`).
+    pub fn from_peft(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.peft_name() == s)
     }
 }
 
@@ -131,6 +186,12 @@ impl LoraTrainer {
     /// Dequantize `model` into a frozen f32 base and create adapters (A random, B zero, as PEFT).
     pub fn new(model: &LlamaModel, lora: LoraConfig, lr: f64, seed: u64) -> Result<Self> {
         let cfg = model.config().clone();
+        if let Some(t) = lora.targets.iter().find(|t| (**t as usize) > 3) {
+            return Err(LlamaError::Unsupported(format!(
+                "the autograd reference trainer adapts attention projections only, not {}",
+                t.peft_name()
+            )));
+        }
         let dev = Device::Cpu;
         let mut blocks = Vec::new();
         for b in model.blocks() {
@@ -188,10 +249,7 @@ impl LoraTrainer {
     pub fn named_vars(&self) -> Vec<(String, Var)> {
         let mut v = Vec::new();
         for ((li, t), (a, b)) in &self.adapters {
-            let p = format!(
-                "base_model.model.model.layers.{li}.self_attn.{}",
-                t.peft_name()
-            );
+            let p = t.peft_prefix(*li);
             v.push((format!("{p}.lora_A.weight"), a.clone()));
             v.push((format!("{p}.lora_B.weight"), b.clone()));
         }
@@ -319,50 +377,59 @@ impl LoraTrainer {
 
     /// Save in PEFT layout: `adapter_config.json` + `adapter_model.safetensors`.
     pub fn save_peft(&self, dir: &Path, base_model: &str) -> Result<()> {
-        let io = |path: &Path, source| LlamaError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
-        let mut tensors: Vec<(String, Tensor)> = Vec::new();
+        let mut tensors = BTreeMap::new();
         for ((li, t), (a, b)) in &self.adapters {
-            let p = format!(
-                "base_model.model.model.layers.{li}.self_attn.{}",
-                t.peft_name()
-            );
-            let bt = match t {
-                LoraTarget::Q => {
-                    gguf_to_hf_rows(b.as_tensor(), self.cfg.num_heads, self.cfg.head_dim)?
-                }
-                LoraTarget::K => {
-                    gguf_to_hf_rows(b.as_tensor(), self.cfg.num_kv_heads, self.cfg.head_dim)?
-                }
-                _ => b.as_tensor().clone(),
+            let p = t.peft_prefix(*li);
+            let bt = match t.rope_heads(&self.cfg) {
+                Some(h) => gguf_to_hf_rows(b.as_tensor(), h, self.cfg.head_dim)?,
+                None => b.as_tensor().clone(),
             };
-            tensors.push((format!("{p}.lora_A.weight"), a.as_tensor().clone()));
-            tensors.push((format!("{p}.lora_B.weight"), bt));
+            tensors.insert(format!("{p}.lora_A.weight"), a.as_tensor().clone());
+            tensors.insert(format!("{p}.lora_B.weight"), bt);
         }
-        let st = dir.join("adapter_model.safetensors");
-        let tmp = dir.join(".adapter_model.safetensors.tmp");
-        candle_core::safetensors::save(&tensors.into_iter().collect(), &tmp)?;
-        std::fs::rename(&tmp, &st).map_err(|e| io(&st, e))?;
-        let config = serde_json::json!({
-            "peft_type": "LORA",
-            "task_type": "CAUSAL_LM",
-            "base_model_name_or_path": base_model,
-            "r": self.lora.r,
-            "lora_alpha": self.lora.alpha,
-            "lora_dropout": 0.0,
-            "bias": "none",
-            "fan_in_fan_out": false,
-            "inference_mode": true,
-            "target_modules": self.lora.targets.iter().map(|t| t.peft_name()).collect::<Vec<_>>(),
-        });
-        let cp = dir.join("adapter_config.json");
-        std::fs::write(&cp, serde_json::to_vec_pretty(&config).unwrap_or_default())
-            .map_err(|e| io(&cp, e))?;
-        Ok(())
+        write_peft(dir, &tensors, &self.lora, 0.0, base_model)
     }
+}
+
+/// Write a PEFT adapter directory (`adapter_model.safetensors` with PEFT's tensor names, and
+/// `adapter_config.json`), each file atomically.
+pub(crate) fn write_peft(
+    dir: &Path,
+    tensors: &BTreeMap<String, Tensor>,
+    lora: &LoraConfig,
+    dropout: f32,
+    base_model: &str,
+) -> Result<()> {
+    let io = |path: &Path, source| LlamaError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    let st = dir.join("adapter_model.safetensors");
+    let bytes =
+        safetensors::serialize(tensors.iter(), None).map_err(|e| LlamaError::Safetensors {
+            path: st.clone(),
+            reason: e.to_string(),
+        })?;
+    plansmith_core::trace::write_atomic(&st, &bytes).map_err(|e| io(&st, e))?;
+    let config = serde_json::json!({
+        "peft_type": "LORA",
+        "task_type": "CAUSAL_LM",
+        "base_model_name_or_path": base_model,
+        "r": lora.r,
+        "lora_alpha": lora.alpha,
+        "lora_dropout": dropout,
+        "bias": "none",
+        "fan_in_fan_out": false,
+        "inference_mode": true,
+        "target_modules": lora.targets.iter().map(|t| t.peft_name()).collect::<Vec<_>>(),
+    });
+    let cp = dir.join("adapter_config.json");
+    let text = serde_json::to_vec_pretty(&config).map_err(|source| LlamaError::Json {
+        path: cp.clone(),
+        source,
+    })?;
+    plansmith_core::trace::write_atomic(&cp, &text).map_err(|e| io(&cp, e))
 }
 
 /// A PEFT adapter read back from disk (B of q/k permuted back to GGUF layout).
@@ -398,7 +465,7 @@ impl PeftAdapter {
         }
         let modules = v["target_modules"].as_array().ok_or_else(|| {
             LlamaError::Unsupported(format!(
-                "{}: `target_modules` must be a list of module names (q_proj, k_proj, v_proj, o_proj)",
+                "{}: `target_modules` must be a list of module names (q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj)",
                 cp.display()
             ))
         })?;
@@ -406,7 +473,7 @@ impl PeftAdapter {
         for m in modules {
             let t = m.as_str().and_then(LoraTarget::from_peft).ok_or_else(|| {
                 LlamaError::Unsupported(format!(
-                    "{}: LoRA target module {m} (supported: q_proj, k_proj, v_proj, o_proj)",
+                    "{}: LoRA target module {m} (supported: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj)",
                     cp.display()
                 ))
             })?;
@@ -420,10 +487,7 @@ impl PeftAdapter {
         let mut weights = BTreeMap::new();
         for li in 0..cfg.num_layers {
             for &t in &targets {
-                let p = format!(
-                    "base_model.model.model.layers.{li}.self_attn.{}",
-                    t.peft_name()
-                );
+                let p = t.peft_prefix(li);
                 let get = |n: &str| {
                     tensors
                         .get(n)
@@ -436,12 +500,7 @@ impl PeftAdapter {
                 };
                 let a = get(&format!("{p}.lora_A.weight"))?;
                 let b = get(&format!("{p}.lora_B.weight"))?;
-                let heads = match t {
-                    LoraTarget::Q => Some(cfg.num_heads),
-                    LoraTarget::K => Some(cfg.num_kv_heads),
-                    _ => None,
-                };
-                let b = match heads {
+                let b = match t.rope_heads(cfg) {
                     Some(h) if b.dims() == [h * cfg.head_dim, r] => {
                         hf_to_gguf_rows(&b, h, cfg.head_dim)?
                     }

@@ -124,20 +124,23 @@ pub struct LlamaModel {
 }
 
 /// RoPE tables for interleaved rotation of pairs `(x[2i], x[2i+1])` with frequency
-/// `theta^(-2i/d)`.
+/// `theta^(-2i/d)`. The angle `pos * freq` is formed in f32, as Hugging Face's rotary embedding
+/// and llama.cpp form it: the models were trained with those tables, and an f64 angle differs
+/// by up to ~1e-5 at a few thousand positions (measured against PyTorch + PEFT gradients in
+/// `tests/lora_peft_golden.rs`, where it was the largest error of the training step).
 pub(crate) fn rope_tables(cfg: &LlamaConfig, device: &Device) -> Result<(Tensor, Tensor)> {
     let half = cfg.head_dim / 2;
     let n = cfg.max_position;
     let mut cos = Vec::with_capacity(n * half);
     let mut sin = Vec::with_capacity(n * half);
-    let inv: Vec<f64> = (0..half)
-        .map(|i| 1.0 / cfg.rope_theta.powf(2.0 * i as f64 / cfg.head_dim as f64))
+    let inv: Vec<f32> = (0..half)
+        .map(|i| (1.0 / cfg.rope_theta.powf(2.0 * i as f64 / cfg.head_dim as f64)) as f32)
         .collect();
     for p in 0..n {
         for f in &inv {
-            let a = p as f64 * f;
-            cos.push(a.cos() as f32);
-            sin.push(a.sin() as f32);
+            let a = p as f32 * f;
+            cos.push(a.cos());
+            sin.push(a.sin());
         }
     }
     Ok((
@@ -338,12 +341,7 @@ impl LlamaModel {
         "lora-merge".hash(&mut h);
         scale.to_bits().hash(&mut h);
         for ((li, t), (a, b)) in &adapter.weights {
-            let name = |m: &str| {
-                format!(
-                    "base_model.model.model.layers.{li}.self_attn.{}.{m}.weight",
-                    t.peft_name()
-                )
-            };
+            let name = |m: &str| format!("{}.{m}.weight", t.peft_prefix(*li));
             let shape_err =
                 |m: &str, found: &Tensor, expected: Vec<usize>| LlamaError::TensorShape {
                     path: adapter.path.clone(),
@@ -359,11 +357,7 @@ impl LlamaModel {
                     expected: vec![cfg.num_layers],
                 });
             };
-            let (out, inp) = match t {
-                LoraTarget::Q => (cfg.num_heads * cfg.head_dim, cfg.hidden_size),
-                LoraTarget::K | LoraTarget::V => (cfg.num_kv_heads * cfg.head_dim, cfg.hidden_size),
-                LoraTarget::O => (cfg.hidden_size, cfg.num_heads * cfg.head_dim),
-            };
+            let (out, inp) = t.shape(cfg);
             if a.dims() != [r, inp] {
                 return Err(shape_err("lora_A", a, vec![r, inp]));
             }
@@ -375,6 +369,9 @@ impl LlamaModel {
                 LoraTarget::K => &mut block.wk,
                 LoraTarget::V => &mut block.wv,
                 LoraTarget::O => &mut block.wo,
+                LoraTarget::Gate => &mut block.gate,
+                LoraTarget::Up => &mut block.up,
+                LoraTarget::Down => &mut block.down,
             };
             let a = a.to_dtype(DType::F32)?;
             let b = b.to_dtype(DType::F32)?;

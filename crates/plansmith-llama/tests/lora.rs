@@ -183,12 +183,12 @@ fn merged_adapter_matches_trainer_forward_and_fresh_adapter_is_the_base() {
     let cp = dir.join("adapter_config.json");
     let mut v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&cp).unwrap()).unwrap();
-    v["target_modules"] = serde_json::json!(["q_proj", "gate_proj"]);
+    v["target_modules"] = serde_json::json!(["q_proj", "embed_tokens"]);
     std::fs::write(&cp, v.to_string()).unwrap();
     let err = PeftAdapter::load(&dir, &cfg).unwrap_err();
     assert!(
         matches!(err, plansmith_llama::LlamaError::Unsupported(_))
-            && err.to_string().contains("gate_proj"),
+            && err.to_string().contains("embed_tokens"),
         "{err}"
     );
     std::fs::remove_dir_all(&dir).ok();

@@ -1,0 +1,448 @@
+//! The hand-written LoRA training step against candle autograd (the reference trainer in
+//! `lora.rs`), and the step's own invariants: prefix sharing and packing are exact, every LoRA
+//! parameter gets a gradient, a resumed run ends where an uninterrupted one does, bad input is
+//! a typed error. Cross-checks against PyTorch + PEFT on Qwen2 / Qwen3 / Llama checkpoints are in
+//! `lora_peft_golden.rs`.
+
+use std::collections::BTreeMap;
+
+use candle_core::{Device, Tensor};
+use plansmith_llama::{
+    EngineConfig, Example, LlamaConfig, LlamaModel, LoraConfig, LoraEngine, LoraTarget,
+    LoraTrainer, PeftAdapter,
+};
+
+fn model() -> LlamaModel {
+    let mut cfg = LlamaConfig::tiny(61);
+    cfg.hidden_size = 48;
+    cfg.num_heads = 6;
+    cfg.num_kv_heads = 2;
+    cfg.head_dim = 8;
+    cfg.intermediate_size = 80;
+    LlamaModel::random(cfg, 11).unwrap()
+}
+
+fn tokens(seed: u64, n: usize) -> Vec<u32> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 33) % 61) as u32
+        })
+        .collect()
+}
+
+fn rel_err(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    let scale = b.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-12);
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0f32, f32::max)
+        / scale
+}
+
+fn flat(t: &Tensor) -> Vec<f32> {
+    t.flatten_all().unwrap().to_vec1::<f32>().unwrap()
+}
+
+fn engine(model: &LlamaModel, targets: &[LoraTarget], share: Option<usize>) -> LoraEngine {
+    LoraEngine::new(
+        model,
+        EngineConfig {
+            rank: 4,
+            alpha: 8.0,
+            targets: targets.to_vec(),
+            share_prefix: share,
+            total_steps: 10,
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+/// An adapter with non-zero A and B (so every gradient is non-zero), through the PEFT files.
+fn random_adapter(
+    model: &LlamaModel,
+    targets: &[LoraTarget],
+    dir: &std::path::Path,
+) -> PeftAdapter {
+    let tr = LoraTrainer::new(
+        model,
+        LoraConfig {
+            r: 4,
+            alpha: 8.0,
+            targets: targets
+                .iter()
+                .copied()
+                .filter(|t| (*t as usize) < 4)
+                .collect(),
+        },
+        1e-3,
+        5,
+    )
+    .unwrap();
+    for (i, (_, v)) in tr.named_vars().into_iter().enumerate() {
+        let (r, c) = v.as_tensor().dims2().unwrap();
+        let vals: Vec<f32> = (0..r * c)
+            .map(|j| ((i * 131 + j * 17) as f32 * 0.37).sin() * 0.2)
+            .collect();
+        v.set(&Tensor::from_vec(vals, (r, c), &Device::Cpu).unwrap())
+            .unwrap();
+    }
+    tr.save_peft(dir, "test").unwrap();
+    PeftAdapter::load(dir, model.config()).unwrap()
+}
+
+#[test]
+fn loss_and_every_gradient_match_candle_autograd() {
+    let m = model();
+    let dir = tempdir("autograd");
+    let targets = [LoraTarget::Q, LoraTarget::K, LoraTarget::V, LoraTarget::O];
+    let adapter = random_adapter(&m, &targets, &dir);
+    // the reference: candle autograd over the same adapter
+    let tr = LoraTrainer::new(
+        &m,
+        LoraConfig {
+            r: 4,
+            alpha: 8.0,
+            targets: targets.to_vec(),
+        },
+        1e-3,
+        5,
+    )
+    .unwrap();
+    let names: BTreeMap<String, candle_core::Var> = tr.named_vars().into_iter().collect();
+    let files = candle_core::safetensors::load(dir.join("adapter_model.safetensors"), &Device::Cpu)
+        .unwrap();
+    for (name, v) in &names {
+        // back to the trainer's (GGUF) row layout
+        let key = (layer_of(name), target_of(name));
+        let (a, b) = &adapter.weights[&key];
+        v.set(if name.contains("lora_A") { a } else { b }).unwrap();
+        assert!(files.contains_key(name));
+    }
+    let toks = tokens(3, 70);
+    let ex = Example {
+        tokens: toks.clone(),
+        prompt_len: 41,
+    };
+    let want_loss = tr.loss(&toks, 41).unwrap();
+    let grads = want_loss.backward().unwrap();
+    let mut e = engine(&m, &targets, None);
+    e.load_adapter(&adapter).unwrap();
+    let got = e.loss_and_grad(std::slice::from_ref(&ex)).unwrap();
+    let want = want_loss.to_scalar::<f32>().unwrap() as f64;
+    assert!(
+        (got.loss - want).abs() / want < 1e-5,
+        "loss {} vs candle {want}",
+        got.loss
+    );
+    assert_eq!(got.targets, 70 - 41);
+    for (name, v) in &names {
+        let (a, b) = e.gradient(layer_of(name), target_of(name)).unwrap();
+        let mine = if name.contains("lora_A") { a } else { b };
+        let theirs = flat(grads.get(v.as_tensor()).unwrap());
+        let err = rel_err(mine, &theirs);
+        assert!(err < 1e-4, "{name}: relative error {err}");
+        assert!(mine.iter().any(|x| *x != 0.0), "{name}: zero gradient");
+    }
+}
+
+fn layer_of(name: &str) -> usize {
+    name.split("layers.")
+        .nth(1)
+        .unwrap()
+        .split('.')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+fn target_of(name: &str) -> LoraTarget {
+    let module = name.split('.').find(|p| p.ends_with("_proj")).unwrap();
+    LoraTarget::from_peft(module).unwrap()
+}
+
+fn tempdir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "plansmith-lora-engine-{tag}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Examples sharing a 30-token prompt prefix, with replies of different lengths.
+fn batch() -> Vec<Example> {
+    let prefix = tokens(1, 30);
+    (0..5u64)
+        .map(|i| {
+            let mut t = prefix.clone();
+            t.extend(tokens(100 + i, 6 + i as usize));
+            let prompt_len = t.len();
+            t.extend(tokens(200 + i, 3 + 2 * i as usize));
+            Example {
+                tokens: t,
+                prompt_len,
+            }
+        })
+        .collect()
+}
+
+fn all_grads(e: &LoraEngine) -> Vec<f32> {
+    e.adapters()
+        .into_iter()
+        .flat_map(|(l, t)| {
+            let (a, b) = e.gradient(l, t).unwrap();
+            a.iter().chain(b).copied().collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn shared_prefix_packed_and_one_by_one_give_the_same_loss_and_gradient() {
+    let m = model();
+    let b = batch();
+    let run = |share: Option<usize>, rows: usize| {
+        let mut e = LoraEngine::new(
+            &m,
+            EngineConfig {
+                rank: 4,
+                alpha: 8.0,
+                targets: LoraTarget::ALL.to_vec(),
+                share_prefix: share,
+                max_pack_rows: rows,
+                total_steps: 10,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        for (i, p) in e.parameters_mut().iter_mut().enumerate() {
+            *p = (i as f32 * 0.61).sin() * 0.2;
+        }
+        let s = e.loss_and_grad(&b).unwrap();
+        (s, all_grads(&e))
+    };
+    let (shared, g_shared) = run(Some(8), 10_000);
+    let (packed, g_packed) = run(None, 10_000);
+    let (single, g_single) = run(None, 1); // one example per pass, gradients accumulated
+    assert!(
+        shared.rows < packed.rows,
+        "sharing ran {} rows, unshared {}",
+        shared.rows,
+        packed.rows
+    );
+    assert_eq!(shared.unshared_rows, packed.rows);
+    assert_eq!(packed.rows, b.iter().map(|e| e.tokens.len()).sum::<usize>());
+    for (name, s, g) in [
+        ("packed", &packed, &g_packed),
+        ("one by one", &single, &g_single),
+    ] {
+        assert!(
+            (s.loss - shared.loss).abs() < 1e-5 * shared.loss,
+            "{name} loss {} vs shared {}",
+            s.loss,
+            shared.loss
+        );
+        let err = rel_err(&g_shared, g);
+        assert!(err < 1e-4, "{name}: gradient relative error {err}");
+    }
+    assert!(g_shared.iter().any(|v| *v != 0.0));
+}
+
+fn config(steps: usize) -> EngineConfig {
+    EngineConfig {
+        rank: 4,
+        alpha: 8.0,
+        dropout: 0.1,
+        lr: 1e-2,
+        warmup_steps: 2,
+        total_steps: steps,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn loss_falls_and_a_resumed_run_ends_bit_for_bit_where_an_uninterrupted_one_does() {
+    let m = model();
+    let b = batch();
+    let mut whole = LoraEngine::new(&m, config(8)).unwrap();
+    let first = whole.step(&b).unwrap().loss;
+    for _ in 1..8 {
+        whole.step(&b).unwrap();
+    }
+    let last = whole.loss_and_grad(&b).unwrap().loss;
+    assert!(last < first * 0.9, "loss {first} -> {last}");
+
+    let dir = tempdir("resume");
+    let ck = dir.join("run/checkpoint.safetensors");
+    let mut half = LoraEngine::new(&m, config(8)).unwrap();
+    for _ in 0..3 {
+        half.step(&b).unwrap();
+    }
+    half.save_checkpoint(&ck, &serde_json::json!({"next": 3}))
+        .unwrap();
+    drop(half);
+    let mut resumed = LoraEngine::new(&m, config(8)).unwrap();
+    assert_eq!(resumed.resume(&ck).unwrap(), serde_json::json!({"next": 3}));
+    assert_eq!(resumed.steps_done(), 3);
+    for _ in 3..8 {
+        resumed.step(&b).unwrap();
+    }
+    let bits = |e: &LoraEngine| {
+        e.parameters()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        bits(&resumed) == bits(&whole),
+        "resumed run differs from the uninterrupted one"
+    );
+
+    // the checkpoint belongs to one configuration and one base
+    let mut other = LoraEngine::new(
+        &m,
+        EngineConfig {
+            rank: 8,
+            ..config(8)
+        },
+    )
+    .unwrap();
+    let err = other.resume(&ck).unwrap_err().to_string();
+    assert!(
+        err.contains("checkpoint.safetensors") && err.contains("configuration"),
+        "{err}"
+    );
+    // a truncated checkpoint is refused by name, and leaves the engine as it was
+    let bytes = std::fs::read(&ck).unwrap();
+    std::fs::write(&ck, &bytes[..bytes.len() / 2]).unwrap();
+    let before = bits(&resumed);
+    let err = resumed.resume(&ck).unwrap_err().to_string();
+    assert!(err.contains("checkpoint.safetensors"), "{err}");
+    assert!(bits(&resumed) == before);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn bad_examples_and_settings_are_typed_errors_naming_what() {
+    let m = model();
+    let err = |e: plansmith_llama::LlamaError| e.to_string();
+    assert!(err(LoraEngine::new(
+        &m,
+        EngineConfig {
+            rank: 0,
+            ..config(1)
+        }
+    )
+    .err()
+    .unwrap())
+    .contains("rank"));
+    assert!(err(LoraEngine::new(
+        &m,
+        EngineConfig {
+            dropout: 1.0,
+            ..config(1)
+        }
+    )
+    .err()
+    .unwrap())
+    .contains("dropout"));
+    let mut e = LoraEngine::new(&m, config(1)).unwrap();
+    let good = Example {
+        tokens: vec![1, 2, 3],
+        prompt_len: 2,
+    };
+    let cases = [
+        (
+            Example {
+                tokens: vec![1, 2, 3],
+                prompt_len: 3,
+            },
+            "prompt_len",
+        ),
+        (
+            Example {
+                tokens: vec![1, 2, 3],
+                prompt_len: 0,
+            },
+            "prompt_len",
+        ),
+        (
+            Example {
+                tokens: vec![1, 99, 3],
+                prompt_len: 1,
+            },
+            "token id 99",
+        ),
+        (
+            Example {
+                tokens: vec![1; 300],
+                prompt_len: 1,
+            },
+            "context",
+        ),
+    ];
+    for (bad, what) in cases {
+        let msg = err(e.step(&[good.clone(), bad]).unwrap_err());
+        assert!(
+            msg.contains("training example 1") && msg.contains(what),
+            "{msg}"
+        );
+    }
+    assert!(err(e.step(&[]).unwrap_err()).contains("empty"));
+    assert_eq!(e.steps_done(), 0, "a refused batch is not a step");
+}
+
+#[test]
+fn a_saved_adapter_loads_in_the_runtime_and_plans_like_the_engine_trained_it() {
+    let m = model();
+    let b = batch();
+    let mut e = LoraEngine::new(
+        &m,
+        EngineConfig {
+            dropout: 0.0,
+            ..config(4)
+        },
+    )
+    .unwrap();
+    for _ in 0..4 {
+        e.step(&b).unwrap();
+    }
+    let dir = tempdir("save");
+    e.save_peft(&dir, "tiny").unwrap();
+    let adapter = PeftAdapter::load(&dir, m.config()).unwrap();
+    assert_eq!(adapter.config.targets.len(), 7);
+    // the merged runtime model's loss on the batch equals the engine's
+    let merged = std::sync::Arc::new(m.with_adapter(&adapter).unwrap());
+    let mut nll = 0f64;
+    let mut n = 0;
+    for ex in &b {
+        let mut s = merged.session();
+        let logits = s.prefill_all_logits(&ex.tokens).unwrap();
+        for i in ex.prompt_len..ex.tokens.len() {
+            let row = &logits[i - 1];
+            let max = row.iter().fold(f32::MIN, |a, &v| a.max(v));
+            let lse = row
+                .iter()
+                .map(|v| ((v - max) as f64).exp())
+                .sum::<f64>()
+                .ln()
+                + max as f64;
+            nll += lse - row[ex.tokens[i] as usize] as f64;
+            n += 1;
+        }
+    }
+    let engine_loss = e.loss_and_grad(&b).unwrap().loss;
+    assert!(
+        (nll / n as f64 - engine_loss).abs() < 1e-4 * engine_loss,
+        "runtime {} vs engine {engine_loss}",
+        nll / n as f64
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
