@@ -25,6 +25,13 @@ pub enum PlannerError {
     Model { path: String, message: String },
     #[error("training data: {0}")]
     Data(String),
+    /// A training run stopped on request after writing a checkpoint.
+    #[error("training stopped at step {step} of {steps}; checkpoint in {} (continue with --resume {})", checkpoint.display(), checkpoint.display())]
+    Interrupted {
+        step: usize,
+        steps: usize,
+        checkpoint: std::path::PathBuf,
+    },
     #[error("evaluation data: {0}")]
     EvalData(String),
     #[error("internal lock poisoned (a planner thread panicked)")]

@@ -1,13 +1,17 @@
 //! LoRA tuning of a pretrained planner from traces: each trace becomes the model's own chat
 //! prompt (tools in the system message, exactly as the planner prompts at run time) followed by
-//! the JSON array of calls and the end-of-turn token; only the reply carries loss. The adapter
-//! is saved in PEFT layout inside the planner directory, which then plans like any other.
+//! the JSON array of calls and the end-of-turn token; only the reply carries loss. Batches run
+//! through [`plansmith_llama::LoraEngine`] (examples with one catalog share its prompt prefix),
+//! with checkpoints every few steps and on request to stop, so a run can be resumed bit for bit.
+//! The adapter is saved in PEFT layout inside the planner directory, which then plans like any
+//! other.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use plansmith_core::{Catalog, Syntax, Trace};
-use plansmith_llama::{GgufBundle, LoraConfig, LoraTarget, LoraTrainer};
+use plansmith_llama::{EngineConfig, Example, GgufBundle, LoraEngine, LoraTarget};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::ModelBackend;
@@ -24,43 +28,78 @@ pub struct LoraSpec {
     pub base: PathBuf,
     pub rank: usize,
     pub alpha: f64,
+    pub dropout: f32,
     pub targets: Vec<LoraTarget>,
-    /// Optimizer steps (one example each).
-    pub steps: usize,
+    /// Examples per optimizer step.
+    pub batch_size: usize,
+    /// Optimizer steps (`None`: one pass over the training examples).
+    pub steps: Option<usize>,
     pub lr: f64,
     pub seed: u64,
-    /// Examples longer than this (prompt + reply, in tokens) are skipped.
+    /// Examples longer than this (prompt + reply, in tokens) are skipped and counted.
     pub max_tokens: usize,
     /// Precision the floor must reach on the calibration split.
     pub target_precision: f64,
+    /// Write a checkpoint every this many steps (0: only when stopped).
+    pub checkpoint_every: usize,
+    /// Where checkpoints go (`checkpoint.safetensors` inside).
+    pub checkpoint_dir: PathBuf,
+    /// Continue from the checkpoint in `checkpoint_dir`.
+    pub resume: bool,
 }
 
 /// How the run went.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LoraReport {
     pub steps: usize,
+    pub batch_size: usize,
     pub examples: usize,
     pub skipped_too_long: usize,
+    /// Step the run started from (0 unless resumed).
+    pub resumed_at: usize,
     /// Mean loss of the first and last tenth of the steps.
-    pub first_loss: f32,
-    pub final_loss: f32,
+    pub first_loss: f64,
+    pub final_loss: f64,
+    /// Loss of every step.
+    pub losses: Vec<f64>,
     pub seconds: f64,
+    /// Example tokens per second, and rows actually run per second (after prefix sharing).
     pub tokens_per_sec: f64,
+    pub rows_per_sec: f64,
+    /// Peak resident memory of the process (Linux), in bytes.
+    pub peak_rss: Option<u64>,
 }
 
-/// Token ids of one example and where its reply starts.
-struct Example {
-    ids: Vec<u32>,
-    prompt_len: usize,
+/// Progress of a run, after each step.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoraProgress {
+    pub step: usize,
+    pub steps: usize,
+    pub loss: f64,
+    /// Exponential moving average of the loss (0.9).
+    pub smoothed_loss: f64,
+    pub tokens_per_sec: f64,
+    pub peak_rss: Option<u64>,
 }
 
-fn examples(
+/// Peak resident set size of this process (`VmHWM`), on Linux.
+pub fn peak_rss() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Token ids of each trace (chat prompt + reply + end token); traces longer than `max_tokens`
+/// are skipped and counted, a trace longer than the model's context is an error naming it.
+pub fn examples(
     bundle: &GgufBundle,
     traces: &[Trace],
     catalog: &Catalog,
     eos: u32,
     max_tokens: usize,
 ) -> Result<(Vec<Example>, usize), PlannerError> {
+    let context = bundle.model.config().max_position;
     let mut out = Vec::new();
     let mut skipped = 0;
     for (i, t) in traces.iter().enumerate() {
@@ -70,42 +109,72 @@ fn examples(
         let p = bundle
             .template
             .tools_prompt(None, &cat.to_openai(), &request)?;
-        let mut ids = bundle.tokenizer.encode(&p.full, true, true);
-        let prompt_len = ids.len();
+        let mut tokens = bundle.tokenizer.encode(&p.full, true, true);
+        let prompt_len = tokens.len();
         let plan = plansmith_core::validate::schema_order(&t.plan(), cat);
-        ids.extend(
+        tokens.extend(
             bundle
                 .tokenizer
                 .encode(&Syntax::JsonArray.render(&plan), false, false),
         );
-        ids.push(eos);
-        if ids.len() > max_tokens {
+        tokens.push(eos);
+        if tokens.len() > context {
+            return Err(PlannerError::Data(format!(
+                "training trace {i}: prompt with its catalog ({} tools) and reply take {} tokens, \
+                 more than the model's context of {context}",
+                cat.tools.len(),
+                tokens.len()
+            )));
+        }
+        if tokens.len() > max_tokens {
             skipped += 1;
             continue;
         }
-        out.push(Example { ids, prompt_len });
+        out.push(Example { tokens, prompt_len });
     }
     Ok((out, skipped))
 }
 
+/// A fingerprint of the examples in order (a resumed run must see the same data).
+fn data_fingerprint(data: &[Example]) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for e in data {
+        e.tokens.hash(&mut h);
+        e.prompt_len.hash(&mut h);
+    }
+    format!("{:016x}", h.finish())
+}
+
+/// State a checkpoint carries besides the engine's.
+#[derive(Debug, Serialize, Deserialize)]
+struct RunState {
+    data: String,
+    losses: Vec<f64>,
+    rows: usize,
+    tokens: usize,
+    seconds: f64,
+}
+
 /// Tune a LoRA adapter on `splits.train`, save the planner (base reference + adapter) to
-/// `out`, fit its floor on calibration and report test metrics. `progress(step, steps, loss)`.
+/// `out`, fit its floor on calibration and report test metrics. When `stop` turns true the run
+/// writes a checkpoint and returns [`PlannerError::Interrupted`].
 pub fn train_lora(
     splits: &Splits,
     catalog: Catalog,
     spec: &LoraSpec,
     out: &Path,
-    mut progress: impl FnMut(usize, usize, f32),
+    stop: &AtomicBool,
+    mut progress: impl FnMut(&LoraProgress),
     eval_progress: impl FnMut(&str, usize, usize),
 ) -> Result<(Planner, LoraReport), PlannerError> {
-    if spec.steps == 0 || spec.rank == 0 {
+    if spec.rank == 0 || spec.batch_size == 0 || spec.steps == Some(0) {
         return Err(PlannerError::Data(
-            "--steps and --lora-rank must be >= 1".into(),
+            "--lora-rank, --batch-size and --steps must be >= 1".into(),
         ));
     }
     let base = std::path::absolute(&spec.base).unwrap_or_else(|_| spec.base.clone());
-    // The backend decides the reply's end token, as it does when planning; no grammar or
-    // planner is needed to read it.
+    // The backend decides the reply's end token, as it does when planning.
     let lm = crate::llama::LlamaLm::load(crate::llama::LlamaSource {
         base: base.clone(),
         adapter: None,
@@ -119,43 +188,118 @@ pub fn train_lora(
             spec.max_tokens
         )));
     }
-    let lora = LoraConfig {
-        r: spec.rank,
+    let per_epoch = data.len().div_ceil(spec.batch_size);
+    let steps = spec.steps.unwrap_or(per_epoch);
+    let config = EngineConfig {
+        rank: spec.rank,
         alpha: spec.alpha,
+        dropout: spec.dropout,
         targets: spec.targets.clone(),
+        seed: spec.seed,
+        lr: spec.lr,
+        warmup_steps: (steps / 20).max(1).min(steps),
+        total_steps: steps,
+        ..EngineConfig::default()
     };
-    let mut trainer = LoraTrainer::new(&bundle.model, lora, spec.lr, spec.seed)?;
-    let order = shuffled(data.len(), spec.seed);
-    let start = Instant::now();
-    let mut losses = Vec::with_capacity(spec.steps);
-    let mut tokens = 0usize;
-    for step in 0..spec.steps {
-        let ex = &data[order[step % order.len()]];
-        let loss = trainer.train_step(&ex.ids, ex.prompt_len)?;
-        tokens += ex.ids.len();
-        losses.push(loss);
-        progress(step + 1, spec.steps, loss);
+    let mut engine = LoraEngine::new(&bundle.model, config)?;
+    let ckpt = spec.checkpoint_dir.join("checkpoint.safetensors");
+    let fingerprint = data_fingerprint(&data);
+    let mut state = RunState {
+        data: fingerprint.clone(),
+        losses: Vec::new(),
+        rows: 0,
+        tokens: 0,
+        seconds: 0.0,
+    };
+    if spec.resume {
+        let extra = engine.resume(&ckpt)?;
+        state = serde_json::from_value(extra).map_err(|e| {
+            PlannerError::Data(format!("{}: run state: {e}", ckpt.display()))
+        })?;
+        if state.data != fingerprint {
+            return Err(PlannerError::Data(format!(
+                "{}: the checkpoint was trained on other examples; resume with the same \
+                 --data, --tools, --seed and --max-tokens",
+                ckpt.display()
+            )));
+        }
     }
-    let seconds = start.elapsed().as_secs_f64();
-    let tenth = (spec.steps / 10).max(1);
-    let mean = |v: &[f32]| v.iter().sum::<f32>() / v.len().max(1) as f32;
+    let resumed_at = engine.steps_done() as usize;
+    let save = |engine: &LoraEngine, state: &RunState| -> Result<(), PlannerError> {
+        let extra = serde_json::to_value(state).map_err(|e| PlannerError::Data(e.to_string()))?;
+        Ok(engine.save_checkpoint(&ckpt, &extra)?)
+    };
+    let start = Instant::now();
+    let seconds_before = state.seconds;
+    let mut smoothed = state.losses.last().copied().unwrap_or(f64::NAN);
+    for step in resumed_at..steps {
+        // epoch e visits the examples in a permutation seeded by (seed, e)
+        let epoch = step / per_epoch;
+        let order = shuffled(data.len(), spec.seed ^ (epoch as u64).wrapping_mul(0x9E37));
+        let at = (step % per_epoch) * spec.batch_size;
+        let batch: Vec<Example> = order[at..(at + spec.batch_size).min(data.len())]
+            .iter()
+            .map(|&i| data[i].clone())
+            .collect();
+        let stats = engine.step(&batch)?;
+        state.losses.push(stats.loss);
+        state.rows += stats.rows;
+        state.tokens += batch.iter().map(|e| e.tokens.len()).sum::<usize>();
+        state.seconds = seconds_before + start.elapsed().as_secs_f64();
+        smoothed = if smoothed.is_nan() {
+            stats.loss
+        } else {
+            0.9 * smoothed + 0.1 * stats.loss
+        };
+        progress(&LoraProgress {
+            step: step + 1,
+            steps,
+            loss: stats.loss,
+            smoothed_loss: smoothed,
+            tokens_per_sec: state.tokens as f64 / state.seconds.max(1e-9),
+            peak_rss: peak_rss(),
+        });
+        let done = step + 1;
+        if stop.load(Ordering::SeqCst) {
+            save(&engine, &state)?;
+            return Err(PlannerError::Interrupted {
+                step: done,
+                steps,
+                checkpoint: spec.checkpoint_dir.clone(),
+            });
+        }
+        if spec.checkpoint_every > 0 && done % spec.checkpoint_every == 0 && done < steps {
+            save(&engine, &state)?;
+        }
+    }
+    let losses = state.losses.clone();
+    let tenth = (losses.len() / 10).max(1);
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
     let report = LoraReport {
-        steps: spec.steps,
+        steps,
+        batch_size: spec.batch_size,
         examples: data.len(),
         skipped_too_long: skipped,
-        first_loss: mean(&losses[..tenth]),
-        final_loss: mean(&losses[losses.len() - tenth..]),
-        seconds,
-        tokens_per_sec: tokens as f64 / seconds.max(1e-9),
+        resumed_at,
+        first_loss: mean(&losses[..tenth.min(losses.len())]),
+        final_loss: mean(&losses[losses.len().saturating_sub(tenth)..]),
+        losses,
+        seconds: state.seconds,
+        tokens_per_sec: state.tokens as f64 / state.seconds.max(1e-9),
+        rows_per_sec: state.rows as f64 / state.seconds.max(1e-9),
+        peak_rss: peak_rss(),
     };
     let staging = out.with_extension(format!("adapter-tmp-{}", std::process::id()));
     let base_name = base
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    trainer.save_peft(&staging, &base_name)?;
+    engine.save_peft(&staging, &base_name)?;
+    drop(engine);
     let mut planner = Planner::pretrained(&base, Some(&staging), catalog, PlannerSettings::chat())?;
-    planner.meta.training = serde_json::json!({"lora": spec, "report": report,
+    let mut summary = report.clone();
+    summary.losses = Vec::new();
+    planner.meta.training = serde_json::json!({"lora": spec, "report": summary,
         "train_traces": splits.train.len()});
     calibrate_and_test(&mut planner, splits, spec.target_precision, eval_progress)?;
     // Saving copies the adapter into `out/adapter` atomically; the staging copy goes.

@@ -46,6 +46,10 @@ pub enum BenchCommand {
     Plan(PlanBenchArgs),
     /// The HTTP server under load: /v1/plan and /v1/chat/completions at a given concurrency.
     Serve(super::bench_serve::BenchServeArgs),
+    /// LoRA training step on real Pace-catalog examples: tokens/s and peak memory at 256 and
+    /// 1,024 tokens and with a shared 600-token catalog prefix; with --peer, PyTorch + PEFT
+    /// (bench/lora_peer.py) runs the same steps in the same run and the ratios are printed.
+    Lora(super::bench_lora::BenchLoraArgs),
     /// Pretrained model runtime: prefill tok/s at 300 and 1,500 tokens, decode tok/s, and
     /// time-to-first-token with and without a cached 1,500-token tools prefix. With --peer,
     /// llama.cpp (llama-cpp-python, bench/llama_peer.py) runs the same cases in the same run
@@ -166,6 +170,7 @@ pub fn run(command: BenchCommand) -> anyhow::Result<Outcome> {
         }
         BenchCommand::Plan(args) => bench_plan(args)?,
         BenchCommand::Serve(args) => return super::bench_serve::run(args),
+        BenchCommand::Lora(args) => super::bench_lora::run(args)?,
         BenchCommand::Lm {
             gguf,
             reps,

@@ -1,4 +1,5 @@
 pub mod bench;
+pub mod bench_lora;
 pub mod bench_serve;
 pub mod bfcl;
 pub mod calibrate;

@@ -94,25 +94,38 @@ pub struct TrainArgs {
     #[arg(long, value_name = "FILE")]
     base: Option<PathBuf>,
     /// LoRA rank (with --base).
-    #[arg(long, default_value_t = 8, requires = "base")]
+    #[arg(long, default_value_t = 16, requires = "base")]
     lora_rank: usize,
     /// LoRA alpha (the update is scaled by alpha / rank).
-    #[arg(long, default_value_t = 16.0, requires = "base")]
+    #[arg(long, default_value_t = 32.0, requires = "base")]
     lora_alpha: f64,
-    /// Attention projections that get adapters: any of q,k,v,o.
+    /// LoRA dropout on each adapter's input.
+    #[arg(long, default_value_t = 0.05, requires = "base")]
+    lora_dropout: f32,
+    /// Projections that get adapters: any of q,k,v,o,gate,up,down, or `all`.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "q,k,v,o",
+        default_value = "all",
         requires = "base"
     )]
     lora_targets: Vec<String>,
-    /// Optimizer steps for LoRA (one example each).
-    #[arg(long, default_value_t = 200, requires = "base")]
-    steps: usize,
+    /// LoRA optimizer steps of --batch-size examples (default: one pass over the data).
+    #[arg(long, requires = "base")]
+    steps: Option<usize>,
     /// Skip LoRA examples longer than this many tokens (prompt + reply).
     #[arg(long, default_value_t = 2048, requires = "base")]
     max_tokens: usize,
+    /// LoRA: write a resumable checkpoint every this many steps (and on Ctrl-C / SIGTERM).
+    #[arg(long, default_value_t = 50, requires = "base")]
+    checkpoint_every: usize,
+    /// LoRA: continue the run whose checkpoints are in DIR (same options and data). Without
+    /// it, checkpoints go to `<out>.checkpoint/`.
+    #[arg(long, value_name = "DIR", requires = "base")]
+    resume: Option<PathBuf>,
+    /// With --json: print a progress line every this many steps (LoRA).
+    #[arg(long, default_value_t = 10)]
+    log_every: usize,
     /// Print the final report as JSON.
     #[arg(long)]
     json: bool,
@@ -253,64 +266,110 @@ fn train_lora(
     catalog: plansmith_core::Catalog,
 ) -> anyhow::Result<Outcome> {
     use plansmith_llama::LoraTarget;
-    let targets = args
-        .lora_targets
-        .iter()
-        .map(|t| match t.as_str() {
-            "q" => Ok(LoraTarget::Q),
-            "k" => Ok(LoraTarget::K),
-            "v" => Ok(LoraTarget::V),
-            "o" => Ok(LoraTarget::O),
-            other => {
-                anyhow::bail!("unknown --lora-targets entry `{other}` (expected q, k, v or o)")
+    let mut targets = Vec::new();
+    for t in &args.lora_targets {
+        let add: &[LoraTarget] = match t.as_str() {
+            "all" => &LoraTarget::ALL,
+            "q" => &[LoraTarget::Q],
+            "k" => &[LoraTarget::K],
+            "v" => &[LoraTarget::V],
+            "o" => &[LoraTarget::O],
+            "gate" => &[LoraTarget::Gate],
+            "up" => &[LoraTarget::Up],
+            "down" => &[LoraTarget::Down],
+            other => anyhow::bail!(
+                "unknown --lora-targets entry `{other}` (expected q, k, v, o, gate, up, down or all)"
+            ),
+        };
+        for a in add {
+            if !targets.contains(a) {
+                targets.push(*a);
             }
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let lr = args.lr.unwrap_or(2e-4);
+        }
+    }
+    let checkpoint_dir = args.resume.clone().unwrap_or_else(|| {
+        let mut name = args.out.file_name().unwrap_or_default().to_os_string();
+        name.push(".checkpoint");
+        args.out.with_file_name(name)
+    });
     let spec = plansmith_planner::lora_train::LoraSpec {
         base: base.to_path_buf(),
         rank: args.lora_rank,
         alpha: args.lora_alpha,
+        dropout: args.lora_dropout,
         targets,
+        batch_size: args.batch_size,
         steps: args.steps,
-        lr,
+        lr: args.lr.unwrap_or(1e-3),
         seed: args.seed,
         max_tokens: args.max_tokens,
         target_precision: args.target_precision,
+        checkpoint_every: args.checkpoint_every,
+        checkpoint_dir,
+        resume: args.resume.is_some(),
     };
-    if !args.quiet {
+    if !args.quiet && !args.json {
         eprintln!(
-            "LoRA r={} on {} ({} train traces, calibration {}, test {})",
+            "LoRA r={} on {} ({} train traces, calibration {}, test {}); checkpoints in {}",
             spec.rank,
             base.display(),
             splits.train.len(),
             splits.calibration.len(),
-            splits.test.len()
+            splits.test.len(),
+            spec.checkpoint_dir.display()
         );
     }
-    let bar = (!args.quiet).then(|| crate::progress::bar(spec.steps as u64, "LoRA"));
-    let (planner, report) = plansmith_planner::lora_train::train_lora(
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        // Ctrl-C / SIGTERM finish the current step, write a checkpoint and exit.
+        let _ = ctrlc::set_handler(move || stop.store(true, std::sync::atomic::Ordering::SeqCst));
+    }
+    let bar = (!args.quiet && !args.json).then(|| crate::progress::bar(1, "LoRA"));
+    let (planner, report) = match plansmith_planner::lora_train::train_lora(
         &splits,
         catalog,
         &spec,
         &args.out,
-        |step, _, loss| {
+        &stop,
+        |p| {
             if let Some(b) = &bar {
-                b.set_position(step as u64);
-                b.set_message(format!("loss {loss:.4}"));
+                b.set_length(p.steps as u64);
+                b.set_position(p.step as u64);
+                let mem = p
+                    .peak_rss
+                    .map(|b| format!(" · peak {:.2} GB", b as f64 / 1e9))
+                    .unwrap_or_default();
+                b.set_message(format!(
+                    "loss {:.4} · {:.0} tok/s{mem}",
+                    p.smoothed_loss, p.tokens_per_sec
+                ));
+            } else if args.json && (p.step % args.log_every.max(1) == 0 || p.step == p.steps) {
+                println!("{}", serde_json::json!({"progress": p}));
             }
         },
         crate::progress::stages(&bar),
-    )?;
+    ) {
+        Err(e @ plansmith_planner::PlannerError::Interrupted { .. }) => {
+            if let Some(b) = bar {
+                b.abandon();
+            }
+            eprintln!("{e}");
+            return Ok(Outcome::Failed);
+        }
+        other => other?,
+    };
     if let Some(b) = bar {
         b.finish_and_clear();
     }
     let meta = &planner.meta;
     if args.json {
+        let mut summary = serde_json::to_value(&report)?;
+        summary["losses"] = serde_json::Value::Null;
         println!(
             "{}",
             serde_json::json!({"out": args.out, "conf_floor": planner.settings.conf_floor,
-                "calibration": meta.calibration, "test": meta.test, "lora": report})
+                "calibration": meta.calibration, "test": meta.test, "lora": summary})
         );
     } else {
         println!(
@@ -319,13 +378,18 @@ fn train_lora(
             args.out.display()
         );
         println!(
-            "{} steps on {} examples in {:.0}s ({:.0} tokens/s), loss {:.4} -> {:.4}",
+            "{} steps of {} on {} examples in {:.0}s ({:.0} tokens/s), loss {:.4} -> {:.4}{}",
             report.steps,
+            report.batch_size,
             report.examples,
             report.seconds,
             report.tokens_per_sec,
             report.first_loss,
-            report.final_loss
+            report.final_loss,
+            report
+                .peak_rss
+                .map(|b| format!(", peak memory {:.2} GB", b as f64 / 1e9))
+                .unwrap_or_default()
         );
         crate::cmd::eval::print_gate_table(&[
             ("calibration", meta.calibration.as_ref()),

@@ -261,3 +261,26 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod speed {
+    use super::*;
+    #[test]
+    #[ignore]
+    fn gemm_speed() {
+        for (m, n, k, tb) in [(2048, 1536, 576, true), (2048, 576, 1536, true), (2048, 576, 1536, false), (2048, 576, 576, true)] {
+            let a = vec![0.5f32; m * k];
+            let b = vec![0.25f32; n * k];
+            let mut c = vec![0f32; m * n];
+            let ldb = if tb { k } else { n };
+            for par in [Par::One, Par::Threads] {
+                let t = std::time::Instant::now();
+                for _ in 0..5 {
+                    mm(&mut c, n, &a, k, false, &b, ldb, tb, (m, n, k), false, par);
+                }
+                let s = t.elapsed().as_secs_f64() / 5.0;
+                eprintln!("{m}x{n}x{k} tb={tb} {par:?}: {:.1} GFLOPS", 2.0 * (m * n * k) as f64 / s / 1e9);
+            }
+        }
+    }
+}

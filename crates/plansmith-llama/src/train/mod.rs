@@ -56,11 +56,13 @@ pub struct EngineConfig {
     /// Share a prompt prefix between examples of a step when they have at least this many
     /// tokens in common (`None`: never).
     pub share_prefix: Option<usize>,
-    /// Rows per forward/backward pass; a larger batch runs as several passes whose gradients
-    /// add up (exact).
+    /// Most rows per forward/backward pass; a larger batch runs as several passes whose
+    /// gradients add up (exact).
     pub max_pack_rows: usize,
-    /// Keep every block's activations from the forward (no recompute) when they fit this many
-    /// bytes.
+    /// Memory for activations. Passes are sized so that every block's activations from the
+    /// forward fit in it and the backward needs no recompute (a third less work); a single
+    /// example too long for that runs with per-block recompute and only the blocks' inputs
+    /// kept.
     pub keep_activations_bytes: usize,
 }
 
@@ -78,8 +80,8 @@ impl Default for EngineConfig {
             weight_decay: 0.0,
             clip_norm: 1.0,
             share_prefix: Some(32),
-            max_pack_rows: 8192,
-            keep_activations_bytes: 1 << 30,
+            max_pack_rows: 4096,
+            keep_activations_bytes: 3 << 29,
         }
     }
 }
@@ -207,15 +209,20 @@ impl LoraEngine {
         Ok(())
     }
 
-    /// The batch split into passes of at most `max_pack_rows` rows (an example longer than
-    /// that runs alone).
+    /// The batch split into passes of at most `max_pack_rows` rows, and no more than the
+    /// activation budget keeps (an example longer than that runs alone).
     fn passes(&self, batch: &[Example]) -> Vec<pack::Pack> {
+        let per_row = self.base.cfg.num_layers * self.activation_bytes(1);
+        let limit = self
+            .config
+            .max_pack_rows
+            .min((self.config.keep_activations_bytes / per_row).max(64));
         let mut out = Vec::new();
         let mut cur: Vec<&Example> = Vec::new();
         for ex in batch {
             cur.push(ex);
             if cur.len() > 1
-                && pack::pack(&cur, self.config.share_prefix).rows() > self.config.max_pack_rows
+                && pack::pack(&cur, self.config.share_prefix).rows() > limit
             {
                 cur.pop();
                 out.push(pack::pack(&cur, self.config.share_prefix));
