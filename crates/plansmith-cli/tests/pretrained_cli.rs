@@ -180,3 +180,87 @@ fn eval_bfcl_scores_an_openai_endpoint() {
     let err = text(&o.stderr);
     assert!(err.contains("127.0.0.1:9"), "{err}");
 }
+
+/// `train --base` on the real SmolLM2 GGUF: two LoRA steps on a two-tool catalog write a
+/// planner that plans; the run's checkpoint resumes; bad settings and a corrupt checkpoint are
+/// exit 2 with a message naming them.
+#[test]
+fn train_base_tunes_a_lora_planner_and_resumes_from_its_checkpoint() {
+    let dir = std::env::temp_dir().join(format!("plansmith-lora-cli-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let tools = serde_json::json!([
+        {"name": "open", "description": "Open an app.", "parameters": {"type": "object",
+            "properties": {"app": {"type": "string"}}, "required": ["app"]}},
+        {"name": "volume", "description": "Set the volume.", "parameters": {"type": "object",
+            "properties": {"level": {"type": "integer"}}, "required": ["level"]}}
+    ]);
+    std::fs::write(dir.join("tools.json"), tools.to_string()).unwrap();
+    let mut lines = String::new();
+    for (req, name, args) in [
+        ("open safari", "open", serde_json::json!({"app": "safari"})),
+        ("open mail", "open", serde_json::json!({"app": "mail"})),
+        ("launch notes", "open", serde_json::json!({"app": "notes"})),
+        ("volume to 3", "volume", serde_json::json!({"level": 3})),
+        ("set the volume to 7", "volume", serde_json::json!({"level": 7})),
+        ("turn volume to 10", "volume", serde_json::json!({"level": 10})),
+    ] {
+        let t = serde_json::json!({"request": req, "calls": [{"name": name, "arguments": args}]});
+        lines.push_str(&format!("{t}\n"));
+    }
+    std::fs::write(dir.join("traces.jsonl"), &lines).unwrap();
+    let d = |f: &str| dir.join(f).display().to_string();
+    let train = |extra: &[&str]| {
+        let mut args = vec![
+            "--threads", "2", "train", "--base", "assets/smollm2.gguf", "--tools",
+        ];
+        let (tools, data, cal, out) = (d("tools.json"), d("traces.jsonl"), d("traces.jsonl"), d("planner"));
+        args.extend([tools.as_str(), "--data", data.as_str(), "--calibration", cal.as_str()]);
+        args.extend(["--test", cal.as_str(), "--out", out.as_str(), "--quiet", "--json"]);
+        args.extend(["--steps", "2", "--batch-size", "3", "--lora-targets", "q,v,down"]);
+        args.extend(extra);
+        for (flag, default) in [("--lora-rank", "4"), ("--lora-alpha", "8")] {
+            if !extra.contains(&flag) {
+                args.extend([flag, default]);
+            }
+        }
+        plansmith(&args)
+    };
+    let o = train(&["--checkpoint-every", "1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let report: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert_eq!(report["lora"]["steps"], 2, "{out}");
+    assert!(report["lora"]["final_loss"].as_f64().unwrap() > 0.0, "{out}");
+    let adapter = dir.join("planner/adapter/adapter_config.json");
+    let cfg: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&adapter).unwrap()).unwrap();
+    assert_eq!(cfg["target_modules"], serde_json::json!(["q_proj", "v_proj", "down_proj"]));
+    let ckpt = dir.join("planner.checkpoint/checkpoint.safetensors");
+    assert!(ckpt.is_file(), "no checkpoint after step 1");
+    // the tuned planner plans
+    let planner = d("planner");
+    let o = plansmith(&["plan", "--planner", &planner, "--json", "open mail"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    // resuming the step-1 checkpoint finishes the run
+    let o = train(&["--resume", &d("planner.checkpoint")]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let report: serde_json::Value = serde_json::from_str(text(&o.stdout).lines().last().unwrap()).unwrap();
+    assert_eq!(report["lora"]["resumed_at"], 1);
+    // ... but not with other settings
+    let o = train(&["--resume", &d("planner.checkpoint"), "--lora-alpha", "4"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("checkpoint.safetensors"), "{}", text(&o.stderr));
+    // a corrupt checkpoint is named
+    std::fs::write(&ckpt, b"not a checkpoint").unwrap();
+    let o = train(&["--resume", &d("planner.checkpoint")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("checkpoint.safetensors"), "{}", text(&o.stderr));
+    // rank 0 and unknown targets
+    let o = train(&["--lora-rank", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("rank"), "{}", text(&o.stderr));
+    let o = train(&["--lora-targets", "q,lm_head"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("lm_head"), "{}", text(&o.stderr));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -57,7 +57,7 @@ struct Case {
 /// Real examples from the Pace test generator rendered as the planner prompts them.
 fn real_examples(gguf: &Path, tools: &Path, n: usize) -> anyhow::Result<Vec<Example>> {
     let catalog = super::catalog::load(&tools.to_path_buf())?;
-    let mut cfg = plansmith_data::PaceConfig::with_n(n.max(40) * 2);
+    let mut cfg = plansmith_data::PaceConfig::with_n(n.max(40) * 10);
     cfg.seed = 77;
     let traces: Vec<_> = plansmith_data::generate_pace(&cfg)?.test.into_iter().take(n).collect();
     let lm = plansmith_planner::llama::LlamaLm::load(plansmith_planner::llama::LlamaSource {

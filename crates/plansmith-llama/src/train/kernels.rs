@@ -5,6 +5,8 @@
 // Kernels index several slices with one loop variable on purpose (readable and vectorisable).
 #![allow(clippy::needless_range_loop)]
 
+use rayon::prelude::*;
+
 /// How a product may use threads: `Threads` for the large projections of a whole pack, `One`
 /// inside loops that are already parallel (attention heads).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,22 +193,34 @@ fn sigmoid(x: f32) -> f32 {
     1.0 / (1.0 + (-x).exp())
 }
 
-/// `a = silu(g) * u`.
+/// Elements per parallel chunk of the element-wise kernels.
+const CHUNK: usize = 1 << 14;
+
+/// `a = silu(g) * u`, in parallel chunks.
 pub(crate) fn swiglu_fwd(g: &[f32], u: &[f32], a: &mut [f32]) {
-    for ((o, &gv), &uv) in a.iter_mut().zip(g).zip(u) {
-        *o = gv * sigmoid(gv) * uv;
-    }
+    a.par_chunks_mut(CHUNK).enumerate().for_each(|(c, a)| {
+        let at = c * CHUNK;
+        for ((o, &gv), &uv) in a.iter_mut().zip(&g[at..]).zip(&u[at..]) {
+            *o = gv * sigmoid(gv) * uv;
+        }
+    });
 }
 
-/// From `da` and the saved `g`, `u`: `dg = da u silu'(g)` (into `g`'s place `dg`) and
-/// `du = da silu(g)`.
+/// From `da` and the saved `g`, `u`: `dg = da u silu'(g)` and `du = da silu(g)`, in parallel
+/// chunks.
 pub(crate) fn swiglu_bwd(g: &[f32], u: &[f32], da: &[f32], dg: &mut [f32], du: &mut [f32]) {
-    for i in 0..g.len() {
-        let s = sigmoid(g[i]);
-        let silu = g[i] * s;
-        du[i] = da[i] * silu;
-        dg[i] = da[i] * u[i] * s * (1.0 + g[i] * (1.0 - s));
-    }
+    dg.par_chunks_mut(CHUNK)
+        .zip(du.par_chunks_mut(CHUNK))
+        .enumerate()
+        .for_each(|(c, (dg, du))| {
+            let at = c * CHUNK;
+            for i in 0..dg.len() {
+                let (gv, uv, d) = (g[at + i], u[at + i], da[at + i]);
+                let s = sigmoid(gv);
+                du[i] = d * gv * s;
+                dg[i] = d * uv * s * (1.0 + gv * (1.0 - s));
+            }
+        });
 }
 
 #[cfg(test)]
@@ -262,25 +276,3 @@ mod tests {
     }
 }
 
-#[cfg(test)]
-mod speed {
-    use super::*;
-    #[test]
-    #[ignore]
-    fn gemm_speed() {
-        for (m, n, k, tb) in [(2048, 1536, 576, true), (2048, 576, 1536, true), (2048, 576, 1536, false), (2048, 576, 576, true)] {
-            let a = vec![0.5f32; m * k];
-            let b = vec![0.25f32; n * k];
-            let mut c = vec![0f32; m * n];
-            let ldb = if tb { k } else { n };
-            for par in [Par::One, Par::Threads] {
-                let t = std::time::Instant::now();
-                for _ in 0..5 {
-                    mm(&mut c, n, &a, k, false, &b, ldb, tb, (m, n, k), false, par);
-                }
-                let s = t.elapsed().as_secs_f64() / 5.0;
-                eprintln!("{m}x{n}x{k} tb={tb} {par:?}: {:.1} GFLOPS", 2.0 * (m * n * k) as f64 / s / 1e9);
-            }
-        }
-    }
-}

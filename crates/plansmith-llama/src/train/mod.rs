@@ -33,7 +33,7 @@ use crate::error::{LlamaError, Result};
 use crate::lora::{gguf_to_hf_rows, LoraConfig, LoraTarget, PeftAdapter};
 use crate::model::LlamaModel;
 pub use pack::Example;
-use step::{Ctx, Dropout, Grads, Saved};
+use step::{Ctx, Dropout, Grads, Saved, Scratch};
 use weights::{FrozenBase, LoraParams};
 
 /// How to train: the adapter's shape and the optimizer.
@@ -112,6 +112,7 @@ pub struct LoraEngine {
     fingerprint: u64,
     saved: Vec<Saved>,
     grads: Grads,
+    scratch: Scratch,
     ckpt: Vec<Vec<f32>>,
     scratch_peak: usize,
 }
@@ -155,6 +156,7 @@ impl LoraEngine {
             fingerprint: model.fingerprint(),
             saved: Vec::new(),
             grads: Grads::default(),
+            scratch: Scratch::default(),
             ckpt: Vec::new(),
             scratch_peak: 0,
         })
@@ -209,28 +211,38 @@ impl LoraEngine {
         Ok(())
     }
 
-    /// The batch split into passes of at most `max_pack_rows` rows, and no more than the
-    /// activation budget keeps (an example longer than that runs alone).
+    /// The batch split into passes of at most `max_pack_rows` rows. Without a shared prefix,
+    /// passes are also kept within the activation budget (no recompute); a batch whose examples
+    /// share a prefix stays in as few passes as possible, since every pass would run the prefix
+    /// again, and pays for it with the recompute instead. An example longer than the limit runs
+    /// alone.
     fn passes(&self, batch: &[Example]) -> Vec<pack::Pack> {
+        let share = self.config.share_prefix;
+        let all: Vec<&Example> = batch.iter().collect();
+        let shares = share.is_some() && {
+            let p = pack::pack(&all, share);
+            p.rows() * 5 < p.unshared_rows() * 4
+        };
         let per_row = self.base.cfg.num_layers * self.activation_bytes(1);
-        let limit = self
-            .config
-            .max_pack_rows
-            .min((self.config.keep_activations_bytes / per_row).max(64));
+        let limit = if shares {
+            self.config.max_pack_rows
+        } else {
+            self.config
+                .max_pack_rows
+                .min((self.config.keep_activations_bytes / per_row).max(64))
+        };
         let mut out = Vec::new();
         let mut cur: Vec<&Example> = Vec::new();
         for ex in batch {
             cur.push(ex);
-            if cur.len() > 1
-                && pack::pack(&cur, self.config.share_prefix).rows() > limit
-            {
+            if cur.len() > 1 && pack::pack(&cur, share).rows() > limit {
                 cur.pop();
-                out.push(pack::pack(&cur, self.config.share_prefix));
+                out.push(pack::pack(&cur, share));
                 cur = vec![ex];
             }
         }
         if !cur.is_empty() {
-            out.push(pack::pack(&cur, self.config.share_prefix));
+            out.push(pack::pack(&cur, share));
         }
         out
     }
@@ -272,7 +284,21 @@ impl LoraEngine {
         let c = &self.base.cfg;
         let (qd, kvd) = (c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim);
         let lora = self.config.targets.len() * self.config.rank;
-        4 * n * (3 * c.hidden_size + 4 * qd + 4 * kvd + 3 * c.intermediate_size + lora + 4)
+        let norms = if self.base.layers.first().is_some_and(|l| l.q_norm.is_some()) {
+            qd + kvd
+        } else {
+            0
+        };
+        4 * n
+            * (3 * c.hidden_size
+                + 2 * qd
+                + 2 * kvd
+                + norms
+                + 2 * c.intermediate_size
+                + lora
+                + c.num_heads
+                + c.num_kv_heads
+                + 2)
     }
 
     fn run_pass(&mut self, pack: &pack::Pack, inv_total: f32, dropout: Option<Dropout>) -> f64 {
@@ -286,6 +312,7 @@ impl LoraEngine {
             grad,
             saved,
             grads,
+            scratch,
             ckpt,
             ..
         } = self;
@@ -306,7 +333,7 @@ impl LoraEngine {
         for li in 0..layers {
             let (done, rest) = ckpt.split_at_mut(li + 1);
             let s = &mut saved[if keep { li } else { 0 }];
-            step::block_forward(&cx, li, &done[li], sized(&mut rest[0], n * d), s);
+            step::block_forward(&cx, li, &done[li], sized(&mut rest[0], n * d), s, scratch);
         }
         let mut dx = vec![0f32; n * d];
         let loss = step::head_loss(&cx, &ckpt[layers], inv_total, &mut dx);
@@ -316,7 +343,7 @@ impl LoraEngine {
                 &mut saved[li]
             } else {
                 let s = &mut saved[0];
-                step::block_forward(&cx, li, &ckpt[li], sized(&mut out, n * d), s);
+                step::block_forward(&cx, li, &ckpt[li], sized(&mut out, n * d), s, scratch);
                 s
             };
             step::block_backward(&cx, li, &ckpt[li], &mut dx, s, grads, grad);

@@ -3,6 +3,8 @@
 //! recomputes one block's activations at a time from its checkpoint — or, when the activations
 //! of every block fit the memory budget, keeps them from the forward and skips the recompute.
 
+use rayon::prelude::*;
+
 use super::attention::{self, Heads};
 use super::kernels::{
     linear, linear_back, mm, rms_bwd, rms_fwd, rope, rope_back, swiglu_bwd, swiglu_fwd, Par,
@@ -35,6 +37,29 @@ impl Dropout {
     }
 }
 
+/// `out = x * keep / (1 - p)` for the mask of (layer, target), in parallel chunks.
+fn dropped(d: &Dropout, layer: usize, t: LoraTarget, x: &[f32], out: &mut [f32]) {
+    const CHUNK: usize = 1 << 14;
+    let scale = 1.0 / (1.0 - d.p);
+    out.par_chunks_mut(CHUNK).enumerate().for_each(|(c, o)| {
+        let at = c * CHUNK;
+        for (i, (o, &v)) in o.iter_mut().zip(&x[at..]).enumerate() {
+            *o = if d.keep(layer, t, at + i) { v * scale } else { 0.0 };
+        }
+    });
+}
+
+/// Buffers one block uses while it runs and no block needs afterwards (shared by all blocks):
+/// an adapter's dropped input, the SwiGLU product (recomputed in the backward), q / k before
+/// RoPE when the model has no q/k norm.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    xd: Vec<f32>,
+    a: Vec<f32>,
+    q: Vec<f32>,
+    k: Vec<f32>,
+}
+
 /// One block's activations.
 #[derive(Default)]
 pub(crate) struct Saved {
@@ -56,10 +81,8 @@ pub(crate) struct Saved {
     r2: Vec<f32>,
     g: Vec<f32>,
     u: Vec<f32>,
-    a: Vec<f32>,
-    /// Per target: `scale * x_d A^T` (`[n, r]`) and, with dropout, the dropped input `x_d`.
+    /// Per target: `scale * x_d A^T` (`[n, r]`).
     t: [Vec<f32>; 7],
-    xd: [Vec<f32>; 7],
 }
 
 impl Saved {
@@ -80,15 +103,9 @@ impl Saved {
             &self.r2,
             &self.g,
             &self.u,
-            &self.a,
         ];
         4 * (v.iter().map(|x| x.capacity()).sum::<usize>()
-            + self
-                .t
-                .iter()
-                .chain(&self.xd)
-                .map(Vec::capacity)
-                .sum::<usize>())
+            + self.t.iter().map(Vec::capacity).sum::<usize>())
     }
 }
 
@@ -110,6 +127,8 @@ pub(crate) struct Grads {
     attn: Vec<f32>,
     lora_g: Vec<f32>,
     tmp: Vec<f32>,
+    xd: Vec<f32>,
+    a: Vec<f32>,
 }
 
 impl Grads {
@@ -187,16 +206,10 @@ impl Ctx<'_> {
             return;
         };
         let r = self.lora.r;
-        let xd: &[f32] = match self.dropout {
+        let xd: &[f32] = match &self.dropout {
             Some(d) => {
                 let buf = sized(xdsave, n * inp);
-                for (i, (o, &v)) in buf.iter_mut().zip(x).enumerate() {
-                    *o = if d.keep(li, t, i) {
-                        v / (1.0 - d.p)
-                    } else {
-                        0.0
-                    };
-                }
+                dropped(d, li, t, x, buf);
                 buf
             }
             None => x,
@@ -278,10 +291,14 @@ fn lora_back(
 ) {
     let (n, r, (out, inp)) = (cx.pack.rows(), cx.lora.r, (s.out, s.inp));
     let t = s.target as usize;
-    let xd: &[f32] = if cx.dropout.is_some() {
-        &saved.xd[t]
-    } else {
-        x
+    let mut xd_buf = std::mem::take(&mut gs.xd);
+    let xd: &[f32] = match &cx.dropout {
+        Some(d) => {
+            let buf = sized(&mut xd_buf, n * inp);
+            dropped(d, s.layer, s.target, x, buf);
+            buf
+        }
+        None => x,
     };
     // dB += dy^T (scale x_d A^T)
     mm(
@@ -359,13 +376,14 @@ fn lora_back(
                 false,
                 Par::Threads,
             );
-            for (i, (o, v)) in dx.iter_mut().zip(tmp.iter()).enumerate() {
-                if d.keep(s.layer, s.target, i) {
-                    *o += v / (1.0 - d.p);
-                }
+            let masked = sized(&mut xd_buf, n * inp);
+            dropped(&d, s.layer, s.target, tmp, masked);
+            for (o, v) in dx.iter_mut().zip(masked.iter()) {
+                *o += v;
             }
         }
     }
+    gs.xd = xd_buf;
 }
 
 /// Per-head RMSNorm (optional), then RoPE at each row's position; row-major `src`
@@ -456,7 +474,14 @@ fn transpose_heads(src: &[f32], dst: &mut [f32], n: usize, heads: usize, hd: usi
 }
 
 /// Block `li` forward from `x` into `out`, filling `s`.
-pub(crate) fn block_forward(cx: &Ctx, li: usize, x: &[f32], out: &mut [f32], s: &mut Saved) {
+pub(crate) fn block_forward(
+    cx: &Ctx,
+    li: usize,
+    x: &[f32],
+    out: &mut [f32],
+    s: &mut Saved,
+    sc: &mut Scratch,
+) {
     let c = &cx.base.cfg;
     let l = &cx.base.layers[li];
     let n = cx.pack.rows();
@@ -472,24 +497,27 @@ pub(crate) fn block_forward(cx: &Ctx, li: usize, x: &[f32], out: &mut [f32], s: 
         eps,
     );
     let [tq, tk, tv, to, tg, tu, tdn] = &mut s.t;
-    let [xq, xk, xv, xo, xg, xu, xdn] = &mut s.xd;
+    let xd = &mut sc.xd;
+    // q / k before RoPE are kept only when the backward needs them (for the q/k norms)
+    let qbuf = if l.q_norm.is_some() { &mut s.q } else { &mut sc.q };
+    let kbuf = if l.k_norm.is_some() { &mut s.k } else { &mut sc.k };
     cx.proj(
         li,
         LoraTarget::Q,
         &s.h1,
-        sized(&mut s.q, n * qd),
+        sized(qbuf, n * qd),
         l.bias[0].as_deref(),
         tq,
-        xq,
+        xd,
     );
     cx.proj(
         li,
         LoraTarget::K,
         &s.h1,
-        sized(&mut s.k, n * kvd),
+        sized(kbuf, n * kvd),
         l.bias[1].as_deref(),
         tk,
-        xk,
+        xd,
     );
     // v goes straight to head-major through `y` as scratch
     cx.proj(
@@ -499,11 +527,11 @@ pub(crate) fn block_forward(cx: &Ctx, li: usize, x: &[f32], out: &mut [f32], s: 
         sized(&mut s.y, n * kvd),
         l.bias[2].as_deref(),
         tv,
-        xv,
+        xd,
     );
     norm_rope(
         cx,
-        &s.q,
+        qbuf,
         c.num_heads,
         l.q_norm.as_deref(),
         &mut s.qr,
@@ -511,7 +539,7 @@ pub(crate) fn block_forward(cx: &Ctx, li: usize, x: &[f32], out: &mut [f32], s: 
     );
     norm_rope(
         cx,
-        &s.k,
+        kbuf,
         c.num_kv_heads,
         l.k_norm.as_deref(),
         &mut s.kr,
@@ -537,7 +565,7 @@ pub(crate) fn block_forward(cx: &Ctx, li: usize, x: &[f32], out: &mut [f32], s: 
         true,
     );
     let xm = sized(&mut s.x_mid, n * d);
-    cx.proj(li, LoraTarget::O, &s.y, xm, None, to, xo);
+    cx.proj(li, LoraTarget::O, &s.y, xm, None, to, xd);
     for (m, &v) in xm.iter_mut().zip(x) {
         *m += v;
     }
@@ -556,7 +584,7 @@ pub(crate) fn block_forward(cx: &Ctx, li: usize, x: &[f32], out: &mut [f32], s: 
         sized(&mut s.g, n * ff),
         None,
         tg,
-        xg,
+        xd,
     );
     cx.proj(
         li,
@@ -565,10 +593,12 @@ pub(crate) fn block_forward(cx: &Ctx, li: usize, x: &[f32], out: &mut [f32], s: 
         sized(&mut s.u, n * ff),
         None,
         tu,
-        xu,
+        xd,
     );
-    swiglu_fwd(&s.g, &s.u, sized(&mut s.a, n * ff));
-    cx.proj(li, LoraTarget::Down, &s.a, out, None, tdn, xdn);
+    // the SwiGLU product is recomputed in the backward rather than kept
+    let a = sized(&mut sc.a, n * ff);
+    swiglu_fwd(&s.g, &s.u, a);
+    cx.proj(li, LoraTarget::Down, a, out, None, tdn, xd);
     for (o, &v) in out.iter_mut().zip(&s.x_mid) {
         *o += v;
     }
@@ -593,7 +623,10 @@ pub(crate) fn block_backward(
     // MLP: dx is the gradient at x_mid's residual and at the down projection's output.
     let mut da = std::mem::take(&mut gs.da);
     sized(&mut da, n * ff);
-    cx.proj_back(li, LoraTarget::Down, &s.a, dx, &mut da, false, s, gs, grad);
+    let mut a = std::mem::take(&mut gs.a);
+    swiglu_fwd(&s.g, &s.u, sized(&mut a, n * ff));
+    cx.proj_back(li, LoraTarget::Down, &a, dx, &mut da, false, s, gs, grad);
+    gs.a = a;
     let (mut dg, mut du) = (std::mem::take(&mut gs.dg), std::mem::take(&mut gs.du));
     swiglu_bwd(
         &s.g,
