@@ -202,8 +202,16 @@ fn train_base_tunes_a_lora_planner_and_resumes_from_its_checkpoint() {
         ("open mail", "open", serde_json::json!({"app": "mail"})),
         ("launch notes", "open", serde_json::json!({"app": "notes"})),
         ("volume to 3", "volume", serde_json::json!({"level": 3})),
-        ("set the volume to 7", "volume", serde_json::json!({"level": 7})),
-        ("turn volume to 10", "volume", serde_json::json!({"level": 10})),
+        (
+            "set the volume to 7",
+            "volume",
+            serde_json::json!({"level": 7}),
+        ),
+        (
+            "turn volume to 10",
+            "volume",
+            serde_json::json!({"level": 10}),
+        ),
     ] {
         let t = serde_json::json!({"request": req, "calls": [{"name": name, "arguments": args}]});
         lines.push_str(&format!("{t}\n"));
@@ -212,12 +220,42 @@ fn train_base_tunes_a_lora_planner_and_resumes_from_its_checkpoint() {
     let d = |f: &str| dir.join(f).display().to_string();
     let train = |extra: &[&str]| {
         let mut args = vec![
-            "--threads", "2", "train", "--base", "assets/smollm2.gguf", "--tools",
+            "--threads",
+            "2",
+            "train",
+            "--base",
+            "assets/smollm2.gguf",
+            "--tools",
         ];
-        let (tools, data, cal, out) = (d("tools.json"), d("traces.jsonl"), d("traces.jsonl"), d("planner"));
-        args.extend([tools.as_str(), "--data", data.as_str(), "--calibration", cal.as_str()]);
-        args.extend(["--test", cal.as_str(), "--out", out.as_str(), "--quiet", "--json"]);
-        args.extend(["--steps", "2", "--batch-size", "3", "--lora-targets", "q,v,down"]);
+        let (tools, data, cal, out) = (
+            d("tools.json"),
+            d("traces.jsonl"),
+            d("traces.jsonl"),
+            d("planner"),
+        );
+        args.extend([
+            tools.as_str(),
+            "--data",
+            data.as_str(),
+            "--calibration",
+            cal.as_str(),
+        ]);
+        args.extend([
+            "--test",
+            cal.as_str(),
+            "--out",
+            out.as_str(),
+            "--quiet",
+            "--json",
+        ]);
+        args.extend([
+            "--steps",
+            "2",
+            "--batch-size",
+            "3",
+            "--lora-targets",
+            "q,v,down",
+        ]);
         args.extend(extra);
         for (flag, default) in [("--lora-rank", "4"), ("--lora-alpha", "8")] {
             if !extra.contains(&flag) {
@@ -231,10 +269,17 @@ fn train_base_tunes_a_lora_planner_and_resumes_from_its_checkpoint() {
     let out = text(&o.stdout);
     let report: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
     assert_eq!(report["lora"]["steps"], 2, "{out}");
-    assert!(report["lora"]["final_loss"].as_f64().unwrap() > 0.0, "{out}");
+    assert!(
+        report["lora"]["final_loss"].as_f64().unwrap() > 0.0,
+        "{out}"
+    );
     let adapter = dir.join("planner/adapter/adapter_config.json");
-    let cfg: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&adapter).unwrap()).unwrap();
-    assert_eq!(cfg["target_modules"], serde_json::json!(["q_proj", "v_proj", "down_proj"]));
+    let cfg: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&adapter).unwrap()).unwrap();
+    assert_eq!(
+        cfg["target_modules"],
+        serde_json::json!(["q_proj", "v_proj", "down_proj"])
+    );
     let ckpt = dir.join("planner.checkpoint/checkpoint.safetensors");
     assert!(ckpt.is_file(), "no checkpoint after step 1");
     // the tuned planner plans
@@ -244,17 +289,26 @@ fn train_base_tunes_a_lora_planner_and_resumes_from_its_checkpoint() {
     // resuming the step-1 checkpoint finishes the run
     let o = train(&["--resume", &d("planner.checkpoint")]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    let report: serde_json::Value = serde_json::from_str(text(&o.stdout).lines().last().unwrap()).unwrap();
+    let report: serde_json::Value =
+        serde_json::from_str(text(&o.stdout).lines().last().unwrap()).unwrap();
     assert_eq!(report["lora"]["resumed_at"], 1);
     // ... but not with other settings
     let o = train(&["--resume", &d("planner.checkpoint"), "--lora-alpha", "4"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("checkpoint.safetensors"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("checkpoint.safetensors"),
+        "{}",
+        text(&o.stderr)
+    );
     // a corrupt checkpoint is named
     std::fs::write(&ckpt, b"not a checkpoint").unwrap();
     let o = train(&["--resume", &d("planner.checkpoint")]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("checkpoint.safetensors"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("checkpoint.safetensors"),
+        "{}",
+        text(&o.stderr)
+    );
     // rank 0 and unknown targets
     let o = train(&["--lora-rank", "0"]);
     assert_eq!(o.status.code(), Some(2));

@@ -213,9 +213,8 @@ pub fn train_lora(
     };
     if spec.resume {
         let extra = engine.resume(&ckpt)?;
-        state = serde_json::from_value(extra).map_err(|e| {
-            PlannerError::Data(format!("{}: run state: {e}", ckpt.display()))
-        })?;
+        state = serde_json::from_value(extra)
+            .map_err(|e| PlannerError::Data(format!("{}: run state: {e}", ckpt.display())))?;
         if state.data != fingerprint {
             return Err(PlannerError::Data(format!(
                 "{}: the checkpoint was trained on other examples; resume with the same \

@@ -59,13 +59,18 @@ fn real_examples(gguf: &Path, tools: &Path, n: usize) -> anyhow::Result<Vec<Exam
     let catalog = super::catalog::load(&tools.to_path_buf())?;
     let mut cfg = plansmith_data::PaceConfig::with_n(n.max(40) * 10);
     cfg.seed = 77;
-    let traces: Vec<_> = plansmith_data::generate_pace(&cfg)?.test.into_iter().take(n).collect();
+    let traces: Vec<_> = plansmith_data::generate_pace(&cfg)?
+        .test
+        .into_iter()
+        .take(n)
+        .collect();
     let lm = plansmith_planner::llama::LlamaLm::load(plansmith_planner::llama::LlamaSource {
         base: gguf.to_path_buf(),
         adapter: None,
     })?;
     let eos = plansmith_planner::ModelBackend::grammar_eos(&lm);
-    let (ex, _) = plansmith_planner::lora_train::examples(&lm.bundle, &traces, &catalog, eos, usize::MAX)?;
+    let (ex, _) =
+        plansmith_planner::lora_train::examples(&lm.bundle, &traces, &catalog, eos, usize::MAX)?;
     Ok(ex)
 }
 
@@ -88,22 +93,55 @@ fn cases(examples: &[Example], wanted: &[String]) -> Vec<Case> {
     let first = &examples[0].tokens;
     let lcp = examples
         .iter()
-        .map(|e| first.iter().zip(&e.tokens).take_while(|(a, b)| a == b).count())
+        .map(|e| {
+            first
+                .iter()
+                .zip(&e.tokens)
+                .take_while(|(a, b)| a == b)
+                .count()
+        })
         .min()
         .unwrap_or(0);
     let prefix = &first[..lcp];
-    let make = |n: usize, len: usize| examples.iter().take(n).map(|e| cut(prefix, e, lcp, len)).collect();
+    let make = |n: usize, len: usize| {
+        examples
+            .iter()
+            .take(n)
+            .map(|e| cut(prefix, e, lcp, len))
+            .collect()
+    };
     let shared_len = |e: &Example| 600 + (e.tokens.len() - lcp);
-    let shared: Vec<Example> = examples.iter().take(32).map(|e| cut(prefix, e, lcp, shared_len(e))).collect();
+    let shared: Vec<Example> = examples
+        .iter()
+        .take(32)
+        .map(|e| cut(prefix, e, lcp, shared_len(e)))
+        .collect();
     let all = vec![
-        Case { name: "len256", batch: make(8, 256) },
-        Case { name: "len1024", batch: make(4, 1024) },
-        Case { name: "shared600", batch: shared },
+        Case {
+            name: "len256",
+            batch: make(8, 256),
+        },
+        Case {
+            name: "len1024",
+            batch: make(4, 1024),
+        },
+        Case {
+            name: "shared600",
+            batch: shared,
+        },
     ];
-    all.into_iter().filter(|c| wanted.is_empty() || wanted.iter().any(|w| w == c.name)).collect()
+    all.into_iter()
+        .filter(|c| wanted.is_empty() || wanted.iter().any(|w| w == c.name))
+        .collect()
 }
 
-fn time_case(model: &plansmith_llama::LlamaModel, case: &Case, shared: bool, rank: usize, steps: usize) -> anyhow::Result<CaseResult> {
+fn time_case(
+    model: &plansmith_llama::LlamaModel,
+    case: &Case,
+    shared: bool,
+    rank: usize,
+    steps: usize,
+) -> anyhow::Result<CaseResult> {
     let mut engine = LoraEngine::new(
         model,
         EngineConfig {
@@ -146,7 +184,10 @@ pub fn run(args: BenchLoraArgs) -> anyhow::Result<()> {
             }
             let r = time_case(&bundle.model, c, shared, args.rank, args.steps)?;
             if !args.json {
-                eprintln!("ours {} shared={} {:.2} s/step {:.0} tok/s", r.case, r.shared, r.seconds_per_step, r.tokens_per_sec);
+                eprintln!(
+                    "ours {} shared={} {:.2} s/step {:.0} tok/s",
+                    r.case, r.shared, r.seconds_per_step, r.tokens_per_sec
+                );
             }
             ours.push(r);
         }
@@ -165,25 +206,55 @@ pub fn run(args: BenchLoraArgs) -> anyhow::Result<()> {
         let out = dir.join("peer.json");
         let status = std::process::Command::new(&args.python)
             .arg("bench/lora_peer.py")
-            .args(["--gguf", &args.gguf.display().to_string(), "--cases", &input.display().to_string()])
-            .args(["--threads", &threads.to_string(), "--steps", &args.steps.to_string()])
-            .args(["--rank", &args.rank.to_string(), "--out", &out.display().to_string()])
+            .args([
+                "--gguf",
+                &args.gguf.display().to_string(),
+                "--cases",
+                &input.display().to_string(),
+            ])
+            .args([
+                "--threads",
+                &threads.to_string(),
+                "--steps",
+                &args.steps.to_string(),
+            ])
+            .args([
+                "--rank",
+                &args.rank.to_string(),
+                "--out",
+                &out.display().to_string(),
+            ])
             .status()?;
         anyhow::ensure!(status.success(), "bench/lora_peer.py failed ({status})");
         peer = serde_json::from_slice(&std::fs::read(&out)?)?;
         let _ = std::fs::remove_dir_all(&dir);
     }
-    let unshared = |case: &str| ours.iter().find(|r| r.case == case && !r.shared).map(|r| r.tokens_per_sec);
+    let unshared = |case: &str| {
+        ours.iter()
+            .find(|r| r.case == case && !r.shared)
+            .map(|r| r.tokens_per_sec)
+    };
     if args.json {
-        println!("{}", serde_json::json!({"threads": threads, "ours": ours, "peer": peer}));
+        println!(
+            "{}",
+            serde_json::json!({"threads": threads, "ours": ours, "peer": peer})
+        );
         return Ok(());
     }
-    println!("LoRA r={} on all projections, {} ({threads} threads), {} timed steps per case", args.rank, args.gguf.display(), args.steps);
+    println!(
+        "LoRA r={} on all projections, {} ({threads} threads), {} timed steps per case",
+        args.rank,
+        args.gguf.display(),
+        args.steps
+    );
     println!("| case | examples x tokens | prefix shared | s/step | tokens/s | peak RSS | PEFT tokens/s | PEFT peak RSS | vs PEFT | vs unshared |");
     println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|");
     for r in &ours {
         let p = peer.iter().find(|p| p.case == r.case);
-        let gb = |v: Option<f64>| v.map(|g| format!("{g:.2} GB")).unwrap_or_else(|| "-".into());
+        let gb = |v: Option<f64>| {
+            v.map(|g| format!("{g:.2} GB"))
+                .unwrap_or_else(|| "-".into())
+        };
         println!(
             "| {} | {} x {} | {} | {:.2} | {:.0} | {} | {} | {} | {} | {} |",
             r.case,
@@ -193,10 +264,18 @@ pub fn run(args: BenchLoraArgs) -> anyhow::Result<()> {
             r.seconds_per_step,
             r.tokens_per_sec,
             gb(r.peak_rss_gb),
-            p.map(|p| format!("{:.0}", p.tokens_per_sec)).unwrap_or_else(|| "-".into()),
+            p.map(|p| format!("{:.0}", p.tokens_per_sec))
+                .unwrap_or_else(|| "-".into()),
             gb(p.and_then(|p| p.peak_rss_gb)),
-            p.map(|p| format!("{:.2}x", r.tokens_per_sec / p.tokens_per_sec)).unwrap_or_else(|| "-".into()),
-            if r.shared { unshared(&r.case).map(|u| format!("{:.1}x", r.tokens_per_sec / u)).unwrap_or_default() } else { String::new() },
+            p.map(|p| format!("{:.2}x", r.tokens_per_sec / p.tokens_per_sec))
+                .unwrap_or_else(|| "-".into()),
+            if r.shared {
+                unshared(&r.case)
+                    .map(|u| format!("{:.1}x", r.tokens_per_sec / u))
+                    .unwrap_or_default()
+            } else {
+                String::new()
+            },
         );
     }
     Ok(())

@@ -103,12 +103,7 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = 0.05, requires = "base")]
     lora_dropout: f32,
     /// Projections that get adapters: any of q,k,v,o,gate,up,down, or `all`.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "all",
-        requires = "base"
-    )]
+    #[arg(long, value_delimiter = ',', default_value = "all", requires = "base")]
     lora_targets: Vec<String>,
     /// LoRA optimizer steps of --batch-size examples (default: one pass over the data).
     #[arg(long, requires = "base")]

@@ -44,7 +44,11 @@ fn dropped(d: &Dropout, layer: usize, t: LoraTarget, x: &[f32], out: &mut [f32])
     out.par_chunks_mut(CHUNK).enumerate().for_each(|(c, o)| {
         let at = c * CHUNK;
         for (i, (o, &v)) in o.iter_mut().zip(&x[at..]).enumerate() {
-            *o = if d.keep(layer, t, at + i) { v * scale } else { 0.0 };
+            *o = if d.keep(layer, t, at + i) {
+                v * scale
+            } else {
+                0.0
+            };
         }
     });
 }
@@ -499,8 +503,16 @@ pub(crate) fn block_forward(
     let [tq, tk, tv, to, tg, tu, tdn] = &mut s.t;
     let xd = &mut sc.xd;
     // q / k before RoPE are kept only when the backward needs them (for the q/k norms)
-    let qbuf = if l.q_norm.is_some() { &mut s.q } else { &mut sc.q };
-    let kbuf = if l.k_norm.is_some() { &mut s.k } else { &mut sc.k };
+    let qbuf = if l.q_norm.is_some() {
+        &mut s.q
+    } else {
+        &mut sc.q
+    };
+    let kbuf = if l.k_norm.is_some() {
+        &mut s.k
+    } else {
+        &mut sc.k
+    };
     cx.proj(
         li,
         LoraTarget::Q,
