@@ -4,6 +4,9 @@
 //! a typed error. Cross-checks against PyTorch + PEFT on Qwen2 / Qwen3 / Llama checkpoints are in
 //! `lora_peft_golden.rs`.
 
+mod common;
+
+use common::{flat, rel_err};
 use std::collections::BTreeMap;
 
 use candle_core::{Device, Tensor};
@@ -32,20 +35,6 @@ fn tokens(seed: u64, n: usize) -> Vec<u32> {
             ((s >> 33) % 61) as u32
         })
         .collect()
-}
-
-fn rel_err(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len());
-    let scale = b.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-12);
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0f32, f32::max)
-        / scale
-}
-
-fn flat(t: &Tensor) -> Vec<f32> {
-    t.flatten_all().unwrap().to_vec1::<f32>().unwrap()
 }
 
 fn engine(model: &LlamaModel, targets: &[LoraTarget], share: Option<usize>) -> LoraEngine {
@@ -99,7 +88,7 @@ fn random_adapter(
 #[test]
 fn loss_and_every_gradient_match_candle_autograd() {
     let m = model();
-    let dir = tempdir("autograd");
+    let dir = common::temp_dir("autograd");
     let targets = [LoraTarget::Q, LoraTarget::K, LoraTarget::V, LoraTarget::O];
     let adapter = random_adapter(&m, &targets, &dir);
     // the reference: candle autograd over the same adapter
@@ -165,16 +154,6 @@ fn layer_of(name: &str) -> usize {
 fn target_of(name: &str) -> LoraTarget {
     let module = name.split('.').find(|p| p.ends_with("_proj")).unwrap();
     LoraTarget::from_peft(module).unwrap()
-}
-
-fn tempdir(tag: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "plansmith-lora-engine-{tag}-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 /// Examples sharing a 30-token prompt prefix, with replies of different lengths.
@@ -279,7 +258,7 @@ fn loss_falls_and_a_resumed_run_ends_bit_for_bit_where_an_uninterrupted_one_does
     let last = whole.loss_and_grad(&b).unwrap().loss;
     assert!(last < first * 0.9, "loss {first} -> {last}");
 
-    let dir = tempdir("resume");
+    let dir = common::temp_dir("resume");
     let ck = dir.join("run/checkpoint.safetensors");
     let mut half = LoraEngine::new(&m, config(8)).unwrap();
     for _ in 0..3 {
@@ -414,7 +393,7 @@ fn a_saved_adapter_loads_in_the_runtime_and_plans_like_the_engine_trained_it() {
     for _ in 0..4 {
         e.step(&b).unwrap();
     }
-    let dir = tempdir("save");
+    let dir = common::temp_dir("save");
     e.save_peft(&dir, "tiny").unwrap();
     let adapter = PeftAdapter::load(&dir, m.config()).unwrap();
     assert_eq!(adapter.config.targets.len(), 7);

@@ -4,6 +4,9 @@
 //! packed, with the prefix shared, and one pass per example. The golden files come from
 //! `scripts/lora_golden.py` (float64 reference); this test needs no Python.
 
+mod common;
+
+use common::{flat, rel_err};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -15,16 +18,6 @@ fn fixture(arch: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/lora_golden")
         .join(arch)
-}
-
-fn rel_err(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len());
-    let scale = b.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-12);
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0f32, f32::max)
-        / scale
 }
 
 fn check_arch(arch: &str) {
@@ -109,10 +102,6 @@ fn check_arch(arch: &str) {
             }
         }
     }
-}
-
-fn flat(t: &Tensor) -> Vec<f32> {
-    t.flatten_all().unwrap().to_vec1::<f32>().unwrap()
 }
 
 #[test]

@@ -35,6 +35,36 @@ fn key_ranges(s: &Segment, i1: usize) -> [(usize, usize); 2] {
     [s.parent.unwrap_or((0, 0)), (s.start, i1)]
 }
 
+/// `out (rows x nk) = a keys^T` over the key ranges, laid side by side in `out`'s columns
+/// (`nk` = the ranges' total length): the scores `q k^T`, or `dY v^T` in the backward.
+fn against_keys(
+    out: &mut [f32],
+    a: &[f32],
+    keys: &[f32],
+    hd: usize,
+    ranges: &[(usize, usize); 2],
+    rows: usize,
+) {
+    let nk = ranges[0].1 + ranges[1].1;
+    let mut col = 0;
+    for &(start, len) in ranges {
+        mm(
+            &mut out[col..],
+            nk,
+            a,
+            hd,
+            false,
+            &keys[start * hd..],
+            hd,
+            true,
+            (rows, len, hd),
+            false,
+            Par::One,
+        );
+        col += len;
+    }
+}
+
 /// Scores of a query block against its keys, masked and turned into probabilities in place.
 /// `p` is `rows x nk` with `nk = parent + i1`.
 fn probabilities(
@@ -47,23 +77,7 @@ fn probabilities(
     rows: usize,
 ) {
     let nk = ranges[0].1 + ranges[1].1;
-    let mut col = 0;
-    for &(start, len) in ranges {
-        mm(
-            &mut p[col..],
-            nk,
-            q,
-            g.hd,
-            false,
-            &k[start * g.hd..],
-            g.hd,
-            true,
-            (rows, len, g.hd),
-            false,
-            Par::One,
-        );
-        col += len;
-    }
+    against_keys(p, q, k, g.hd, ranges, rows);
     let own0 = ranges[0].1;
     for r in 0..rows {
         let row = &mut p[r * nk..(r + 1) * nk];
@@ -173,23 +187,7 @@ pub(crate) fn backward(
                     let (qb, dyb) = (&qh[r0..r0 + rows * g.hd], &dyh[r0..r0 + rows * g.hd]);
                     probabilities(&mut p, qb, kh, g, &ranges, i0, rows);
                     // dP = dY V^T
-                    let mut col = 0;
-                    for &(start, len) in &ranges {
-                        mm(
-                            &mut dp[col..],
-                            nk,
-                            dyb,
-                            g.hd,
-                            false,
-                            &vh[start * g.hd..],
-                            g.hd,
-                            true,
-                            (rows, len, g.hd),
-                            false,
-                            Par::One,
-                        );
-                        col += len;
-                    }
+                    against_keys(&mut dp, dyb, vh, g.hd, &ranges, rows);
                     // dS = P (dP - rowsum(P dP)) * scale, in dp
                     for r in 0..rows {
                         let (pr, dr) = (&p[r * nk..(r + 1) * nk], &mut dp[r * nk..(r + 1) * nk]);

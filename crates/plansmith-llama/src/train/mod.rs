@@ -221,7 +221,7 @@ impl LoraEngine {
         let all: Vec<&Example> = batch.iter().collect();
         let shares = share.is_some() && {
             let p = pack::pack(&all, share);
-            p.rows() * 5 < p.unshared_rows() * 4
+            p.rows() * 5 < p.unshared_rows * 4
         };
         let per_row = self.base.cfg.num_layers * self.activation_bytes(1);
         let limit = if shares {
@@ -267,7 +267,7 @@ impl LoraEngine {
         let (mut loss, mut rows, mut unshared) = (0f64, 0, 0);
         for p in self.passes(batch) {
             rows += p.rows();
-            unshared += p.unshared_rows();
+            unshared += p.unshared_rows;
             loss += self.run_pass(&p, inv_total, dropout);
         }
         Ok(StepStats {
@@ -424,12 +424,12 @@ impl LoraEngine {
                 a.flatten_all()?.to_vec1::<f32>()?,
                 b.flatten_all()?.to_vec1::<f32>()?,
             );
-            if a.len() != s.a_len(self.lora.r) || b.len() != s.out * self.lora.r {
+            if a.len() != self.lora.r * s.inp || b.len() != s.out * self.lora.r {
                 return Err(LlamaError::TensorShape {
                     path: adapter.path.clone(),
                     tensor: s.target.peft_prefix(s.layer),
                     found: vec![a.len(), b.len()],
-                    expected: vec![s.a_len(self.lora.r), s.out * self.lora.r],
+                    expected: vec![self.lora.r * s.inp, s.out * self.lora.r],
                 });
             }
             self.lora.data[s.a..s.a + a.len()].copy_from_slice(&a);
@@ -477,12 +477,6 @@ impl LoraEngine {
             self.config.dropout,
             base_model,
         )
-    }
-}
-
-impl weights::Slot {
-    fn a_len(&self, r: usize) -> usize {
-        r * self.inp
     }
 }
 

@@ -36,31 +36,13 @@ pub(crate) struct Pack {
     pub segments: Vec<Segment>,
     /// `(row, next token)`: rows whose prediction carries loss.
     pub targets: Vec<(usize, u32)>,
+    /// Rows the same examples would cost without sharing (their total length).
+    pub unshared_rows: usize,
 }
 
 impl Pack {
     pub fn rows(&self) -> usize {
         self.tokens.len()
-    }
-
-    /// Rows the same examples would cost without sharing.
-    pub fn unshared_rows(&self) -> usize {
-        self.segments
-            .iter()
-            .map(|s| s.len + s.parent.map_or(0, |p| p.1))
-            .sum::<usize>()
-            - self
-                .segments
-                .iter()
-                .filter(|s| {
-                    s.parent.is_none()
-                        && self
-                            .segments
-                            .iter()
-                            .any(|c| c.parent == Some((s.start, s.len)))
-                })
-                .map(|s| s.len)
-                .sum::<usize>()
     }
 
     fn push_segment(
@@ -83,6 +65,7 @@ impl Pack {
 
     /// Add one example whose first `shared` tokens are already rows `parent` of this pack.
     fn push_example(&mut self, ex: &Example, shared: usize, parent: Option<(usize, usize)>) {
+        self.unshared_rows += ex.tokens.len();
         let start = self.push_segment(&ex.tokens[shared..], shared, parent);
         // Row of token i predicts token i + 1; the reply starts at `prompt_len`.
         for i in ex.prompt_len..ex.tokens.len() {
@@ -167,7 +150,7 @@ mod tests {
         assert_eq!(&p.targets[..2], &[(4, 9), (5, 9)]);
         assert_eq!(p.targets[2], (8, 6));
         assert_eq!(&p.targets[3..], &[(11, 4), (12, 4)]);
-        assert_eq!(p.unshared_rows(), 7 + 6 + 4);
+        assert_eq!(p.unshared_rows, 7 + 6 + 4);
         let flat = pack(&[&a, &b, &c], None);
         assert_eq!(flat.rows(), 17);
         assert_eq!(flat.targets.len(), p.targets.len());
