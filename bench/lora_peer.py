@@ -3,7 +3,7 @@
 the same token ids and the same thread count, on CPU.
 
 The model is read from the GGUF by transformers (dequantized to float32, like plansmith's
-engine); LoRA r on all seven projections (q, k, v, o, gate, up, down), alpha 2r, dropout 0.05,
+engine); LoRA r on all seven projections (q, k, v, o, gate, up, down), alpha 2r, dropout 0,
 AdamW. A step runs each example on its own (no padding), loss on the reply tokens, gradients
 accumulated, then one optimizer step: the usual padding-free way to train on CPU. Peak memory is
 the process's maximum resident set size.
@@ -36,7 +36,7 @@ def main():
     d, f = os.path.split(os.path.abspath(args.gguf))
     model = AutoModelForCausalLM.from_pretrained(d, gguf_file=f, dtype=torch.float32)
     model.config.use_cache = False
-    cfg = LoraConfig(r=args.rank, lora_alpha=2 * args.rank, lora_dropout=0.05, task_type="CAUSAL_LM",
+    cfg = LoraConfig(r=args.rank, lora_alpha=2 * args.rank, lora_dropout=0.0, task_type="CAUSAL_LM",
                      target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
     model = get_peft_model(model, cfg)
     model.train()

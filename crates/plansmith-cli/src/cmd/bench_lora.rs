@@ -4,7 +4,10 @@
 //!
 //! Cases (each example is the Pace tools prompt cut to length, then a real request and reply):
 //! - `len256` / `len1024`: examples of 256 / 1,024 tokens, each run on its own;
-//! - `shared600`: 32 examples with a common 600-token catalog prefix, unshared and shared.
+//! - `shared600`: 32 examples with a common 600-token catalog prefix, unshared and shared;
+//! - `pace`: 32 examples exactly as `train --base` sees them (the whole ~1,300-token Pace
+//!   tools prompt), shared only — the step a real training run repeats. Neither its unshared
+//!   form nor the peer runs it: at ~45,000 tokens per step each would take many minutes.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -34,6 +37,14 @@ pub struct BenchLoraArgs {
     /// Only these cases (default: all).
     #[arg(long, value_delimiter = ',')]
     cases: Vec<String>,
+    /// Time the shared600 case with prefix sharing only (skips its slow unshared baseline,
+    /// so no "vs unshared" ratio is printed).
+    #[arg(long)]
+    shared_only: bool,
+    /// Activation memory a step may keep to skip the backward's recompute, in GB (as
+    /// `train --base --activation-memory`).
+    #[arg(long, default_value_t = 1.5)]
+    activation_memory: f64,
     #[arg(long)]
     json: bool,
 }
@@ -129,6 +140,10 @@ fn cases(examples: &[Example], wanted: &[String]) -> Vec<Case> {
             name: "shared600",
             batch: shared,
         },
+        Case {
+            name: "pace",
+            batch: examples.iter().take(32).cloned().collect(),
+        },
     ];
     all.into_iter()
         .filter(|c| wanted.is_empty() || wanted.iter().any(|w| w == c.name))
@@ -141,6 +156,7 @@ fn time_case(
     shared: bool,
     rank: usize,
     steps: usize,
+    keep_activations_bytes: usize,
 ) -> anyhow::Result<CaseResult> {
     let mut engine = LoraEngine::new(
         model,
@@ -149,7 +165,8 @@ fn time_case(
             alpha: 2.0 * rank as f64,
             total_steps: steps + 1,
             share_prefix: shared.then_some(32),
-            dropout: 0.05,
+            dropout: 0.0,
+            keep_activations_bytes,
             ..EngineConfig::default()
         },
     )?;
@@ -179,10 +196,15 @@ pub fn run(args: BenchLoraArgs) -> anyhow::Result<()> {
     let mut ours = Vec::new();
     for c in &cases {
         for shared in [false, true] {
-            if shared && c.name != "shared600" {
+            let shares = matches!(c.name, "shared600" | "pace");
+            if (shared && !shares)
+                || (!shared && c.name == "pace")
+                || (!shared && args.shared_only && c.name == "shared600")
+            {
                 continue;
             }
-            let r = time_case(&bundle.model, c, shared, args.rank, args.steps)?;
+            let keep = (args.activation_memory * 1e9) as usize;
+            let r = time_case(&bundle.model, c, shared, args.rank, args.steps, keep)?;
             if !args.json {
                 eprintln!(
                     "ours {} shared={} {:.2} s/step {:.0} tok/s",
@@ -199,6 +221,7 @@ pub fn run(args: BenchLoraArgs) -> anyhow::Result<()> {
         let input = dir.join("cases.json");
         let spec: Vec<_> = cases
             .iter()
+            .filter(|c| c.name != "pace")
             .map(|c| serde_json::json!({"case": c.name, "examples": c.batch.iter()
                 .map(|e| serde_json::json!({"tokens": e.tokens, "prompt_len": e.prompt_len})).collect::<Vec<_>>()}))
             .collect();

@@ -7,7 +7,7 @@
 
 use rayon::prelude::*;
 
-use super::kernels::{mm, Par};
+use super::kernels::{dot8, exp_shifted, max8, mm, Par};
 use super::pack::{Pack, Segment};
 
 /// Query rows per block: bounds the score buffer to `BLOCK x keys` per thread.
@@ -83,18 +83,13 @@ fn probabilities(
         let row = &mut p[r * nk..(r + 1) * nk];
         // own key j is visible to query i0 + r iff j <= i0 + r
         let visible = own0 + i0 + r + 1;
-        let mut max = f32::NEG_INFINITY;
-        for v in &mut row[..visible] {
+        let seen = &mut row[..visible];
+        for v in seen.iter_mut() {
             *v *= g.scale;
-            max = max.max(*v);
         }
-        let mut sum = 0f32;
-        for v in &mut row[..visible] {
-            *v = (*v - max).exp();
-            sum += *v;
-        }
-        let inv = 1.0 / sum;
-        for v in &mut row[..visible] {
+        let max = max8(seen);
+        let inv = 1.0 / exp_shifted(seen, max);
+        for v in seen.iter_mut() {
             *v *= inv;
         }
         row[visible..].fill(0.0);
@@ -191,7 +186,7 @@ pub(crate) fn backward(
                     // dS = P (dP - rowsum(P dP)) * scale, in dp
                     for r in 0..rows {
                         let (pr, dr) = (&p[r * nk..(r + 1) * nk], &mut dp[r * nk..(r + 1) * nk]);
-                        let dot: f32 = pr.iter().zip(dr.iter()).map(|(a, b)| a * b).sum();
+                        let dot = dot8(pr, dr);
                         for (d, &pv) in dr.iter_mut().zip(pr) {
                             *d = pv * (*d - dot) * g.scale;
                         }

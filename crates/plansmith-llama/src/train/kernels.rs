@@ -148,6 +148,71 @@ pub(crate) fn rms_fwd(x: &[f32], w: &[f32], out: &mut [f32], rs: &mut [f32], d: 
     }
 }
 
+/// `out = x * r * w` per row with the factors `rs` a forward already found: the normed input
+/// rebuilt in the backward instead of kept.
+pub(crate) fn rms_apply(x: &[f32], w: &[f32], rs: &[f32], out: &mut [f32], d: usize) {
+    for ((xr, or), &rr) in x.chunks_exact(d).zip(out.chunks_exact_mut(d)).zip(rs) {
+        for ((o, &v), &g) in or.iter_mut().zip(xr).zip(w) {
+            *o = v * rr * g;
+        }
+    }
+}
+
+/// Sum with eight independent lanes, so the loop vectorizes (a single f32 accumulator may
+/// not be reordered by the compiler).
+#[inline]
+pub(crate) fn sum8(xs: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let mut chunks = xs.chunks_exact(8);
+    for c in &mut chunks {
+        for i in 0..8 {
+            acc[i] += c[i];
+        }
+    }
+    acc.iter().sum::<f32>() + chunks.remainder().iter().sum::<f32>()
+}
+
+/// Dot product with eight independent lanes (see [`sum8`]).
+#[inline]
+pub(crate) fn dot8(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for i in 0..8 {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    acc.iter().sum::<f32>() + ra.iter().zip(rb).map(|(x, y)| x * y).sum::<f32>()
+}
+
+/// Largest value, eight lanes at a time (scores are finite: NaN order does not matter).
+#[inline]
+pub(crate) fn max8(xs: &[f32]) -> f32 {
+    let mut acc = [f32::NEG_INFINITY; 8];
+    let mut chunks = xs.chunks_exact(8);
+    for c in &mut chunks {
+        for i in 0..8 {
+            acc[i] = if c[i] > acc[i] { c[i] } else { acc[i] };
+        }
+    }
+    chunks
+        .remainder()
+        .iter()
+        .chain(&acc)
+        .fold(f32::NEG_INFINITY, |m, &v| if v > m { v } else { m })
+}
+
+/// `xs[j] = e^(xs[j] - max)` in place, returning their sum: the softmax numerators, with the
+/// runtime's vectorizable `exp` (libm's `expf` is a call per element).
+#[inline]
+pub(crate) fn exp_shifted(xs: &mut [f32], max: f32) -> f32 {
+    for v in xs.iter_mut() {
+        *v = crate::attention::exp_nonpos(*v - max);
+    }
+    sum8(xs)
+}
+
 /// RMSNorm backward: `dx [+]= r * (w dy) - x r^3 mean((w dy) x)`.
 pub(crate) fn rms_bwd(x: &[f32], w: &[f32], rs: &[f32], dy: &[f32], dx: &mut [f32], d: usize) {
     for (((xr, dyr), dxr), &r) in x

@@ -290,7 +290,7 @@ impl LoraEngine {
             0
         };
         4 * n
-            * (3 * c.hidden_size
+            * (c.hidden_size
                 + 2 * qd
                 + 2 * kvd
                 + norms

@@ -7,14 +7,15 @@ use rayon::prelude::*;
 
 use super::attention::{self, Heads};
 use super::kernels::{
-    linear, linear_back, mm, rms_bwd, rms_fwd, rope, rope_back, swiglu_bwd, swiglu_fwd, Par,
+    exp_shifted, linear, linear_back, max8, mm, rms_apply, rms_bwd, rms_fwd, rope, rope_back,
+    swiglu_bwd, swiglu_fwd, Par,
 };
 use super::pack::Pack;
 use super::weights::{FrozenBase, LoraParams, Slot};
 use crate::lora::LoraTarget;
 
 /// Rows of the output head computed at once (bounds the `rows x vocab` logits buffer).
-const HEAD_ROWS: usize = 32;
+const HEAD_ROWS: usize = 256;
 
 /// LoRA dropout: a keep mask drawn from a hash of (step seed, layer, target, element), so the
 /// backward (and a resumed run) regenerates it instead of storing it.
@@ -25,15 +26,26 @@ pub(crate) struct Dropout {
 }
 
 impl Dropout {
-    fn keep(&self, layer: usize, target: LoraTarget, i: usize) -> bool {
-        let mut z = self.seed
-            ^ ((layer as u64) << 56)
-            ^ ((target as u64) << 48)
-            ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    /// The 32-bit key of one (layer, target) mask, mixed from the step's seed (splitmix64).
+    fn key(&self, layer: usize, target: LoraTarget) -> u32 {
+        let mut z = self.seed ^ ((layer as u64) << 56) ^ ((target as u64) << 48);
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        ((z >> 40) as f32) * (1.0 / (1u64 << 24) as f32) >= self.p
+        (z ^ (z >> 31)) as u32
+    }
+
+    /// Whether element `i` of the mask with `key` is kept: a 32-bit integer hash (lowbias32)
+    /// of the index, so the mask loop vectorizes and the backward regenerates the mask for
+    /// about what storing it would cost in memory traffic.
+    #[inline(always)]
+    fn keep(key: u32, threshold: u32, i: u32) -> bool {
+        let mut h = i.wrapping_mul(0x9E37_79B9) ^ key;
+        h ^= h >> 16;
+        h = h.wrapping_mul(0x7FEB_352D);
+        h ^= h >> 15;
+        h = h.wrapping_mul(0x846C_A68B);
+        h ^= h >> 16;
+        (h >> 8) >= threshold
     }
 }
 
@@ -41,14 +53,13 @@ impl Dropout {
 fn dropped(d: &Dropout, layer: usize, t: LoraTarget, x: &[f32], out: &mut [f32]) {
     const CHUNK: usize = 1 << 14;
     let scale = 1.0 / (1.0 - d.p);
+    let key = d.key(layer, t);
+    let threshold = (d.p * (1u32 << 24) as f32) as u32;
     out.par_chunks_mut(CHUNK).enumerate().for_each(|(c, o)| {
-        let at = c * CHUNK;
-        for (i, (o, &v)) in o.iter_mut().zip(&x[at..]).enumerate() {
-            *o = if d.keep(layer, t, at + i) {
-                v * scale
-            } else {
-                0.0
-            };
+        let at = (c * CHUNK) as u32;
+        for (i, (o, &v)) in o.iter_mut().zip(&x[at as usize..]).enumerate() {
+            let kept = Dropout::keep(key, threshold, at.wrapping_add(i as u32));
+            *o = if kept { v * scale } else { 0.0 };
         }
     });
 }
@@ -58,6 +69,10 @@ fn dropped(d: &Dropout, layer: usize, t: LoraTarget, x: &[f32], out: &mut [f32])
 /// RoPE when the model has no q/k norm.
 #[derive(Default)]
 pub(crate) struct Scratch {
+    /// The normed block inputs (attention, MLP): cheap to rebuild from `x`, `r1` / `x_mid`,
+    /// `r2`, so the backward does rather than keep `2 d` floats per row.
+    h1: Vec<f32>,
+    h2: Vec<f32>,
     xd: Vec<f32>,
     a: Vec<f32>,
     q: Vec<f32>,
@@ -67,7 +82,6 @@ pub(crate) struct Scratch {
 /// One block's activations.
 #[derive(Default)]
 pub(crate) struct Saved {
-    h1: Vec<f32>,
     r1: Vec<f32>,
     /// q / k / v before the q/k norm (row-major) and the norms' per-head factors.
     q: Vec<f32>,
@@ -81,7 +95,6 @@ pub(crate) struct Saved {
     /// Attention output, row-major (the o projection's input).
     y: Vec<f32>,
     x_mid: Vec<f32>,
-    h2: Vec<f32>,
     r2: Vec<f32>,
     g: Vec<f32>,
     u: Vec<f32>,
@@ -92,7 +105,6 @@ pub(crate) struct Saved {
 impl Saved {
     pub fn bytes(&self) -> usize {
         let v = [
-            &self.h1,
             &self.r1,
             &self.q,
             &self.k,
@@ -103,7 +115,6 @@ impl Saved {
             &self.vh,
             &self.y,
             &self.x_mid,
-            &self.h2,
             &self.r2,
             &self.g,
             &self.u,
@@ -117,6 +128,8 @@ impl Saved {
 #[derive(Default)]
 pub(crate) struct Grads {
     dh: Vec<f32>,
+    /// A normed block input rebuilt for the projections' LoRA gradients.
+    h: Vec<f32>,
     dy: Vec<f32>,
     dyh: Vec<f32>,
     da: Vec<f32>,
@@ -139,6 +152,7 @@ impl Grads {
     pub fn bytes(&self) -> usize {
         let v = [
             &self.dh,
+            &self.h,
             &self.dy,
             &self.dyh,
             &self.da,
@@ -495,7 +509,7 @@ pub(crate) fn block_forward(
     rms_fwd(
         x,
         &l.attn_norm,
-        sized(&mut s.h1, n * d),
+        sized(&mut sc.h1, n * d),
         sized(&mut s.r1, n),
         d,
         eps,
@@ -516,7 +530,7 @@ pub(crate) fn block_forward(
     cx.proj(
         li,
         LoraTarget::Q,
-        &s.h1,
+        &sc.h1,
         sized(qbuf, n * qd),
         l.bias[0].as_deref(),
         tq,
@@ -525,7 +539,7 @@ pub(crate) fn block_forward(
     cx.proj(
         li,
         LoraTarget::K,
-        &s.h1,
+        &sc.h1,
         sized(kbuf, n * kvd),
         l.bias[1].as_deref(),
         tk,
@@ -535,7 +549,7 @@ pub(crate) fn block_forward(
     cx.proj(
         li,
         LoraTarget::V,
-        &s.h1,
+        &sc.h1,
         sized(&mut s.y, n * kvd),
         l.bias[2].as_deref(),
         tv,
@@ -584,7 +598,7 @@ pub(crate) fn block_forward(
     rms_fwd(
         &s.x_mid,
         &l.ffn_norm,
-        sized(&mut s.h2, n * d),
+        sized(&mut sc.h2, n * d),
         sized(&mut s.r2, n),
         d,
         eps,
@@ -592,7 +606,7 @@ pub(crate) fn block_forward(
     cx.proj(
         li,
         LoraTarget::Gate,
-        &s.h2,
+        &sc.h2,
         sized(&mut s.g, n * ff),
         None,
         tg,
@@ -601,7 +615,7 @@ pub(crate) fn block_forward(
     cx.proj(
         li,
         LoraTarget::Up,
-        &s.h2,
+        &sc.h2,
         sized(&mut s.u, n * ff),
         None,
         tu,
@@ -649,10 +663,12 @@ pub(crate) fn block_backward(
     );
     let mut dh = std::mem::take(&mut gs.dh);
     sized(&mut dh, n * d);
+    let mut h = std::mem::take(&mut gs.h);
+    rms_apply(&s.x_mid, &l.ffn_norm, &s.r2, sized(&mut h, n * d), d);
     cx.proj_back(
         li,
         LoraTarget::Gate,
-        &s.h2,
+        &h,
         &dg,
         &mut dh,
         false,
@@ -660,7 +676,7 @@ pub(crate) fn block_backward(
         gs,
         grad,
     );
-    cx.proj_back(li, LoraTarget::Up, &s.h2, &du, &mut dh, true, s, gs, grad);
+    cx.proj_back(li, LoraTarget::Up, &h, &du, &mut dh, true, s, gs, grad);
     rms_bwd(&s.x_mid, &l.ffn_norm, &s.r2, &dh, dx, d);
     // attention
     let mut dy = std::mem::take(&mut gs.dy);
@@ -709,11 +725,12 @@ pub(crate) fn block_backward(
         sized(&mut dk, n * kvd),
     );
     transpose_heads(&dvh, sized(&mut dv, n * kvd), n, c.num_kv_heads, hd, true);
-    cx.proj_back(li, LoraTarget::Q, &s.h1, &dq, &mut dh, false, s, gs, grad);
-    cx.proj_back(li, LoraTarget::K, &s.h1, &dk, &mut dh, true, s, gs, grad);
-    cx.proj_back(li, LoraTarget::V, &s.h1, &dv, &mut dh, true, s, gs, grad);
+    rms_apply(x, &l.attn_norm, &s.r1, &mut h, d);
+    cx.proj_back(li, LoraTarget::Q, &h, &dq, &mut dh, false, s, gs, grad);
+    cx.proj_back(li, LoraTarget::K, &h, &dk, &mut dh, true, s, gs, grad);
+    cx.proj_back(li, LoraTarget::V, &h, &dv, &mut dh, true, s, gs, grad);
     rms_bwd(x, &l.attn_norm, &s.r1, &dh, dx, d);
-    (gs.da, gs.dg, gs.du, gs.dh, gs.dy, gs.dyh) = (da, dg, du, dh, dy, dyh);
+    (gs.da, gs.dg, gs.du, gs.dh, gs.h, gs.dy, gs.dyh) = (da, dg, du, dh, h, dy, dyh);
     (gs.dqh, gs.dkh, gs.dvh, gs.dq, gs.dk, gs.dv) = (dqh, dkh, dvh, dq, dk, dv);
 }
 
@@ -751,14 +768,10 @@ pub(crate) fn head_loss(cx: &Ctx, hidden: &[f32], inv_total: f32, dh: &mut [f32]
         linear(lg, &hn, w, m, d, vocab);
         for (i, &(_, target)) in chunk.iter().enumerate() {
             let row = &mut lg[i * vocab..(i + 1) * vocab];
-            let max = row.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+            let max = max8(row);
             let t = target as usize;
             let lt = (row[t] - max) as f64;
-            let mut sum = 0f64;
-            for v in row.iter_mut() {
-                *v = (*v - max).exp();
-                sum += *v as f64;
-            }
+            let sum = exp_shifted(row, max) as f64;
             total += sum.ln() - lt;
             let inv = (1.0 / sum) as f32 * inv_total;
             for v in row.iter_mut() {
