@@ -158,19 +158,7 @@ fn target_of(name: &str) -> LoraTarget {
 
 /// Examples sharing a 30-token prompt prefix, with replies of different lengths.
 fn batch() -> Vec<Example> {
-    let prefix = tokens(1, 30);
-    (0..5u64)
-        .map(|i| {
-            let mut t = prefix.clone();
-            t.extend(tokens(100 + i, 6 + i as usize));
-            let prompt_len = t.len();
-            t.extend(tokens(200 + i, 3 + 2 * i as usize));
-            Example {
-                tokens: t,
-                prompt_len,
-            }
-        })
-        .collect()
+    shared_batch(30, 5, 6, 3)
 }
 
 fn all_grads(e: &LoraEngine) -> Vec<f32> {
@@ -183,10 +171,41 @@ fn all_grads(e: &LoraEngine) -> Vec<f32> {
         .collect()
 }
 
+/// Examples of `prefix` tokens in common, each with its own request and reply: suffix `i` has
+/// `ask + i` prompt tokens and `reply + 2 i` reply tokens.
+fn shared_batch(prefix: usize, n: u64, ask: usize, reply: usize) -> Vec<Example> {
+    let prefix = tokens(1, prefix);
+    (0..n)
+        .map(|i| {
+            let mut t = prefix.clone();
+            t.extend(tokens(100 + i, ask + i as usize));
+            let prompt_len = t.len();
+            t.extend(tokens(200 + i, reply + 2 * i as usize));
+            Example {
+                tokens: t,
+                prompt_len,
+            }
+        })
+        .collect()
+}
+
 #[test]
 fn shared_prefix_packed_and_one_by_one_give_the_same_loss_and_gradient() {
+    check_sharing_is_exact(&batch());
+}
+
+/// A prefix longer than one 128-row query block, and suffixes whose rows cross block
+/// boundaries in the middle of an example: the blocked attention's pieces must still match.
+#[test]
+fn sharing_stays_exact_when_query_blocks_split_examples() {
+    let b = shared_batch(150, 12, 9, 5);
+    let suffix_rows: usize = b.iter().map(|e| e.tokens.len() - 150).sum();
+    assert!(suffix_rows > 2 * 128, "{suffix_rows} suffix rows");
+    check_sharing_is_exact(&b);
+}
+
+fn check_sharing_is_exact(b: &[Example]) {
     let m = model();
-    let b = batch();
     let run = |share: Option<usize>, rows: usize| {
         let mut e = LoraEngine::new(
             &m,
@@ -204,7 +223,7 @@ fn shared_prefix_packed_and_one_by_one_give_the_same_loss_and_gradient() {
         for (i, p) in e.parameters_mut().iter_mut().enumerate() {
             *p = (i as f32 * 0.61).sin() * 0.2;
         }
-        let s = e.loss_and_grad(&b).unwrap();
+        let s = e.loss_and_grad(b).unwrap();
         (s, all_grads(&e))
     };
     let (shared, g_shared) = run(Some(8), 10_000);

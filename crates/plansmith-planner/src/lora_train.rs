@@ -38,6 +38,9 @@ pub struct LoraSpec {
     pub seed: u64,
     /// Examples longer than this (prompt + reply, in tokens) are skipped and counted.
     pub max_tokens: usize,
+    /// Activation memory a step may keep to skip the backward's recompute.
+    #[serde(default = "default_activation_memory")]
+    pub activation_memory_bytes: usize,
     /// Precision the floor must reach on the calibration split.
     pub target_precision: f64,
     /// Write a checkpoint every this many steps (0: only when stopped).
@@ -46,6 +49,10 @@ pub struct LoraSpec {
     pub checkpoint_dir: PathBuf,
     /// Continue from the checkpoint in `checkpoint_dir`.
     pub resume: bool,
+}
+
+fn default_activation_memory() -> usize {
+    EngineConfig::default().keep_activations_bytes
 }
 
 /// How the run went.
@@ -199,6 +206,7 @@ pub fn train_lora(
         lr: spec.lr,
         warmup_steps: (steps / 20).max(1).min(steps),
         total_steps: steps,
+        keep_activations_bytes: spec.activation_memory_bytes,
         ..EngineConfig::default()
     };
     let mut engine = LoraEngine::new(&bundle.model, config)?;

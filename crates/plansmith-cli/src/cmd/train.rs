@@ -73,7 +73,7 @@ pub struct TrainArgs {
     pos: String,
     #[arg(long, default_value_t = 32)]
     batch_size: usize,
-    /// Learning rate (default 3e-3 for tiny planners, 2e-4 for LoRA).
+    /// Learning rate (default 3e-3 for tiny planners, 1e-3 for LoRA).
     #[arg(long)]
     lr: Option<f64>,
     #[arg(long, default_value_t = 0)]
@@ -106,6 +106,11 @@ pub struct TrainArgs {
     /// Projections that get adapters: any of q,k,v,o,gate,up,down, or `all`.
     #[arg(long, value_delimiter = ',', default_value = "all", requires = "base")]
     lora_targets: Vec<String>,
+    /// Memory a LoRA step may spend keeping activations, in GB. A batch whose activations fit
+    /// skips the backward's recompute (a third less work); the shared catalog prompt makes a
+    /// 32-example Pace batch need ~3 GB. Lower it on a small machine.
+    #[arg(long, default_value_t = 4.0, requires = "base")]
+    activation_memory: f64,
     /// LoRA optimizer steps of --batch-size examples (default: one pass over the data).
     #[arg(long, requires = "base")]
     steps: Option<usize>,
@@ -299,6 +304,7 @@ fn train_lora(
         lr: args.lr.unwrap_or(1e-3),
         seed: args.seed,
         max_tokens: args.max_tokens,
+        activation_memory_bytes: (args.activation_memory.max(0.0) * 1e9) as usize,
         target_precision: args.target_precision,
         checkpoint_every: args.checkpoint_every,
         checkpoint_dir,

@@ -665,17 +665,7 @@ pub(crate) fn block_backward(
     sized(&mut dh, n * d);
     let mut h = std::mem::take(&mut gs.h);
     rms_apply(&s.x_mid, &l.ffn_norm, &s.r2, sized(&mut h, n * d), d);
-    cx.proj_back(
-        li,
-        LoraTarget::Gate,
-        &h,
-        &dg,
-        &mut dh,
-        false,
-        s,
-        gs,
-        grad,
-    );
+    cx.proj_back(li, LoraTarget::Gate, &h, &dg, &mut dh, false, s, gs, grad);
     cx.proj_back(li, LoraTarget::Up, &h, &du, &mut dh, true, s, gs, grad);
     rms_bwd(&s.x_mid, &l.ffn_norm, &s.r2, &dh, dx, d);
     // attention
