@@ -282,6 +282,16 @@ fn train_base_tunes_a_lora_planner_and_resumes_from_its_checkpoint() {
     );
     let ckpt = dir.join("planner.checkpoint/checkpoint.safetensors");
     assert!(ckpt.is_file(), "no checkpoint after step 1");
+    // the loss curve is drawn beside the planner, one point per step
+    let svg = std::fs::read_to_string(dir.join("planner/loss.svg")).unwrap();
+    let points = svg
+        .split("points=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap();
+    assert_eq!(points.split_whitespace().count(), 2, "{svg}");
     // the tuned planner plans
     let planner = d("planner");
     let o = plansmith(&["plan", "--planner", &planner, "--json", "open mail"]);
