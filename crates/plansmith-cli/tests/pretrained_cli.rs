@@ -284,13 +284,8 @@ fn train_base_tunes_a_lora_planner_and_resumes_from_its_checkpoint() {
     assert!(ckpt.is_file(), "no checkpoint after step 1");
     // the loss curve is drawn beside the planner, one point per step
     let svg = std::fs::read_to_string(dir.join("planner/loss.svg")).unwrap();
-    let points = svg
-        .split("points=\"")
-        .nth(1)
-        .unwrap()
-        .split('"')
-        .next()
-        .unwrap();
+    let (_, after) = svg.split_once("points=\"").expect("a polyline");
+    let points = &after[..after.find('"').unwrap()];
     assert_eq!(points.split_whitespace().count(), 2, "{svg}");
     // the tuned planner plans
     let planner = d("planner");

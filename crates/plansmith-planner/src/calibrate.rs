@@ -117,51 +117,27 @@ pub fn coverage_curve(items: &[Scored]) -> Vec<(f32, f64, f64)> {
 
 /// An SVG chart of precision against coverage as the floor moves, with the fitted floor marked.
 pub fn curve_svg(curve: &[(f32, f64, f64)], floor: f32, title: &str) -> String {
-    let (w, h, pad) = (520.0, 340.0, 50.0);
-    let x = |c: f64| pad + c * (w - 2.0 * pad);
+    use crate::chart::{polyline, svg, x_at, y_at, Frame, W};
     let y_min = curve.iter().map(|p| p.2).fold(1.0f64, f64::min).min(0.9);
-    let y = |p: f64| h - pad - (p - y_min) / (1.0 - y_min).max(1e-9) * (h - 2.0 * pad);
-    let points: Vec<String> = curve
-        .iter()
-        .map(|(_, c, p)| format!("{:.1},{:.1}", x(*c), y(*p)))
-        .collect();
-    let mark = curve
-        .iter()
-        .rev()
-        .find(|(f, _, _)| *f >= floor)
-        .map(|(_, c, p)| {
-            format!(
-                r##"<circle cx="{:.1}" cy="{:.1}" r="5" fill="#d62728"/><text x="{:.1}" y="{:.1}" font-size="12">floor {floor:.3}: coverage {:.3}, precision {:.3}</text>"##,
-                x(*c),
-                y(*p),
-                x(*c).min(w - 260.0),
-                y(*p) - 10.0,
-                c,
-                p
-            )
-        })
-        .unwrap_or_default();
-    format!(
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif">
-<rect width="100%" height="100%" fill="white"/>
-<text x="{pad}" y="24" font-size="14">{title}</text>
-<line x1="{pad}" y1="{b}" x2="{r}" y2="{b}" stroke="black"/><line x1="{pad}" y1="{pad}" x2="{pad}" y2="{b}" stroke="black"/>
-<text x="{cx}" y="{lx}" font-size="12" text-anchor="middle">coverage (share of requests answered without escalation)</text>
-<text x="14" y="{cy}" font-size="12" transform="rotate(-90 14 {cy})" text-anchor="middle">precision of accepted plans</text>
-<text x="{pad}" y="{tx}" font-size="10">0</text><text x="{r}" y="{tx}" font-size="10">1</text>
-<text x="22" y="{b}" font-size="10">{y_min:.2}</text><text x="30" y="{pad}" font-size="10">1.0</text>
-<polyline fill="none" stroke="#1f77b4" stroke-width="2" points="{pts}"/>
-{mark}
-</svg>
-"##,
-        b = h - pad,
-        r = w - pad,
-        cx = w / 2.0,
-        lx = h - 12.0,
-        cy = h / 2.0,
-        tx = h - pad + 14.0,
-        pts = points.join(" "),
-    )
+    let at = |c: f64, p: f64| (x_at(c, 0.0, 1.0), y_at(p, y_min, 1.0));
+    let mut body = polyline(curve.iter().map(|(_, c, p)| at(*c, *p)));
+    if let Some((_, c, p)) = curve.iter().rev().find(|(f, _, _)| *f >= floor) {
+        let (x, y) = at(*c, *p);
+        body.push_str(&format!(
+            r##"
+<circle cx="{x:.1}" cy="{y:.1}" r="5" fill="#d62728"/><text x="{:.1}" y="{:.1}" font-size="12">floor {floor:.3}: coverage {c:.3}, precision {p:.3}</text>"##,
+            x.min(W - 260.0),
+            y - 10.0,
+        ));
+    }
+    let frame = Frame {
+        title,
+        x_label: "coverage (share of requests answered without escalation)",
+        y_label: "precision of accepted plans",
+        x_ends: ("0".into(), "1".into()),
+        y_ends: (format!("{y_min:.2}"), "1.0".into()),
+    };
+    svg(&frame, &body)
 }
 
 #[cfg(test)]

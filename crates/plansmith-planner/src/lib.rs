@@ -15,6 +15,7 @@
 
 pub mod backend;
 pub mod calibrate;
+mod chart;
 pub mod dir;
 mod error;
 pub mod eval;

@@ -312,7 +312,7 @@ pub fn train_lora(
     // Saving copies the adapter into `out/adapter` atomically; the staging copy goes.
     planner.save(out)?;
     let _ = std::fs::remove_dir_all(&staging);
-    let chart = loss_svg(
+    let chart = crate::chart::loss_svg(
         &report.losses,
         &format!("LoRA r={} on {base_name}", spec.rank),
     );
@@ -324,44 +324,6 @@ pub fn train_lora(
     })?;
     let planner = Planner::load(out)?;
     Ok((planner, report))
-}
-
-/// The training loss per step as an SVG line chart (written as `loss.svg` beside the planner).
-pub fn loss_svg(losses: &[f64], title: &str) -> String {
-    let (w, h, pad) = (560.0, 320.0, 56.0);
-    let max = losses.iter().copied().fold(0.0f64, f64::max).max(1e-9);
-    let last = (losses.len().max(2) - 1) as f64;
-    let x = |i: usize| pad + i as f64 / last * (w - 2.0 * pad);
-    let y = |l: f64| h - pad - l / max * (h - 2.0 * pad);
-    let points: Vec<String> = losses
-        .iter()
-        .enumerate()
-        .map(|(i, l)| format!("{:.1},{:.1}", x(i), y(*l)))
-        .collect();
-    let title = title.replace('&', "&amp;").replace('<', "&lt;");
-    format!(
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif">
-<rect width="100%" height="100%" fill="white"/>
-<text x="{pad}" y="24" font-size="14">{title}</text>
-<line x1="{pad}" y1="{b}" x2="{r}" y2="{b}" stroke="black"/><line x1="{pad}" y1="{pad}" x2="{pad}" y2="{b}" stroke="black"/>
-<text x="{cx}" y="{lx}" font-size="12" text-anchor="middle">optimizer step</text>
-<text x="14" y="{cy}" font-size="12" transform="rotate(-90 14 {cy})" text-anchor="middle">loss per reply token</text>
-<text x="{pad}" y="{tx}" font-size="10">1</text><text x="{r}" y="{tx}" font-size="10" text-anchor="end">{n}</text>
-<text x="{yl}" y="{b}" font-size="10" text-anchor="end">0</text><text x="{yl}" y="{pt}" font-size="10" text-anchor="end">{max:.2}</text>
-<polyline fill="none" stroke="#1f77b4" stroke-width="2" points="{pts}"/>
-</svg>
-"##,
-        b = h - pad,
-        r = w - pad,
-        cx = w / 2.0,
-        lx = h - 12.0,
-        cy = h / 2.0,
-        tx = h - pad + 14.0,
-        yl = pad - 4.0,
-        pt = pad + 4.0,
-        n = losses.len(),
-        pts = points.join(" "),
-    )
 }
 
 /// A seeded permutation (splitmix64-driven Fisher-Yates).
