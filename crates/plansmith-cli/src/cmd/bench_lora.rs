@@ -193,6 +193,7 @@ pub fn run(args: BenchLoraArgs) -> anyhow::Result<()> {
     let examples = real_examples(&args.gguf, &args.tools, 32)?;
     let cases = cases(&examples, &args.cases);
     let bundle = plansmith_llama::GgufBundle::load(&args.gguf)?;
+    let keep = (args.activation_memory * 1e9) as usize;
     let mut ours = Vec::new();
     for c in &cases {
         for shared in [false, true] {
@@ -203,7 +204,6 @@ pub fn run(args: BenchLoraArgs) -> anyhow::Result<()> {
             {
                 continue;
             }
-            let keep = (args.activation_memory * 1e9) as usize;
             let r = time_case(&bundle.model, c, shared, args.rank, args.steps, keep)?;
             if !args.json {
                 eprintln!(

@@ -134,18 +134,11 @@ pub(crate) fn linear_back(
 /// RMSNorm over rows of width `d`: `out = x * r * w` with `r = 1/sqrt(mean(x^2) + eps)`; `r`
 /// per row goes to `rs` for the backward.
 pub(crate) fn rms_fwd(x: &[f32], w: &[f32], out: &mut [f32], rs: &mut [f32], d: usize, eps: f32) {
-    for ((xr, or), r) in x
-        .chunks_exact(d)
-        .zip(out.chunks_exact_mut(d))
-        .zip(rs.iter_mut())
-    {
+    for (xr, r) in x.chunks_exact(d).zip(rs.iter_mut()) {
         let ss: f32 = xr.iter().map(|v| v * v).sum();
-        let rr = 1.0 / (ss / d as f32 + eps).sqrt();
-        *r = rr;
-        for ((o, &v), &g) in or.iter_mut().zip(xr).zip(w) {
-            *o = v * rr * g;
-        }
+        *r = 1.0 / (ss / d as f32 + eps).sqrt();
     }
+    rms_apply(x, w, rs, out, d);
 }
 
 /// `out = x * r * w` per row with the factors `rs` a forward already found: the normed input

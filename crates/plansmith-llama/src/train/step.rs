@@ -69,10 +69,9 @@ fn dropped(d: &Dropout, layer: usize, t: LoraTarget, x: &[f32], out: &mut [f32])
 /// RoPE when the model has no q/k norm.
 #[derive(Default)]
 pub(crate) struct Scratch {
-    /// The normed block inputs (attention, MLP): cheap to rebuild from `x`, `r1` / `x_mid`,
-    /// `r2`, so the backward does rather than keep `2 d` floats per row.
-    h1: Vec<f32>,
-    h2: Vec<f32>,
+    /// The normed block input (of attention, then of the MLP): cheap to rebuild from `x`, `r1`
+    /// / `x_mid`, `r2`, so the backward does rather than keep `2 d` floats per row.
+    h: Vec<f32>,
     xd: Vec<f32>,
     a: Vec<f32>,
     q: Vec<f32>,
@@ -509,7 +508,7 @@ pub(crate) fn block_forward(
     rms_fwd(
         x,
         &l.attn_norm,
-        sized(&mut sc.h1, n * d),
+        sized(&mut sc.h, n * d),
         sized(&mut s.r1, n),
         d,
         eps,
@@ -530,7 +529,7 @@ pub(crate) fn block_forward(
     cx.proj(
         li,
         LoraTarget::Q,
-        &sc.h1,
+        &sc.h,
         sized(qbuf, n * qd),
         l.bias[0].as_deref(),
         tq,
@@ -539,7 +538,7 @@ pub(crate) fn block_forward(
     cx.proj(
         li,
         LoraTarget::K,
-        &sc.h1,
+        &sc.h,
         sized(kbuf, n * kvd),
         l.bias[1].as_deref(),
         tk,
@@ -549,7 +548,7 @@ pub(crate) fn block_forward(
     cx.proj(
         li,
         LoraTarget::V,
-        &sc.h1,
+        &sc.h,
         sized(&mut s.y, n * kvd),
         l.bias[2].as_deref(),
         tv,
@@ -598,7 +597,7 @@ pub(crate) fn block_forward(
     rms_fwd(
         &s.x_mid,
         &l.ffn_norm,
-        sized(&mut sc.h2, n * d),
+        sized(&mut sc.h, n * d),
         sized(&mut s.r2, n),
         d,
         eps,
@@ -606,7 +605,7 @@ pub(crate) fn block_forward(
     cx.proj(
         li,
         LoraTarget::Gate,
-        &sc.h2,
+        &sc.h,
         sized(&mut s.g, n * ff),
         None,
         tg,
@@ -615,7 +614,7 @@ pub(crate) fn block_forward(
     cx.proj(
         li,
         LoraTarget::Up,
-        &sc.h2,
+        &sc.h,
         sized(&mut s.u, n * ff),
         None,
         tu,
