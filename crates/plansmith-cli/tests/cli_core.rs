@@ -247,6 +247,45 @@ fn train_reads_traces_as_it_goes() {
     assert_eq!(train + cal + test, total, "{report}");
     assert!(cal > 0 && test > 0 && train > cal + test, "{report}");
 
+    // The default floor is the guarantee (at most 1% wrong among accepted plans, 95% sure). A
+    // split this small cannot certify it: the planner accepts nothing, escalates, and the
+    // report says how many calibration plans it would need.
+    let fit = &report["floor_fit"];
+    assert_eq!(fit["rule"], "guaranteed", "{fit}");
+    assert_eq!(fit["alpha"], 0.01, "{fit}");
+    assert_eq!(fit["certified"], false, "{fit}");
+    assert!(fit["needed"].as_u64().unwrap() > cal as u64, "{fit}");
+    assert_eq!(meta["floor_fit"]["needed"], fit["needed"]);
+    let o = plansmith(&["plan", "--planner", &out, "--json", "open mail"]);
+    assert!(stdout(&o).contains("below floor"), "{}", stdout(&o));
+    // `calibrate` refits under mixle's rule on request, and refuses rates no floor can honour.
+    let cal_file = d("data/calibration.jsonl");
+    let zero_wrong = d("planner-zero-wrong");
+    let args = [
+        "calibrate",
+        "--planner",
+        &out,
+        "--calibration",
+        &cal_file,
+        "--out",
+        &zero_wrong,
+        "--json",
+    ];
+    let o = plansmith(&[&args[..], &["--target-precision", "1"]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let refit: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(refit["floor_fit"]["rule"], "empirical", "{refit}");
+    assert_eq!(refit["floor_fit"]["certified"], true, "{refit}");
+    for bad in [
+        &["--max-wrong", "1.5"][..],
+        &["--certainty", "1"],
+        &["--max-wrong", "0.1", "--target-precision", "1"],
+    ] {
+        let o = plansmith(&[&args[..], bad].concat());
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(bad[0]), "{bad:?}: {}", stderr(&o));
+    }
+
     // A broken third line: the file and line are named, exit 2.
     let text = std::fs::read_to_string(d("aug.jsonl")).unwrap();
     let mut broken: Vec<&str> = text.lines().take(5).collect();

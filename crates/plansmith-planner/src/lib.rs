@@ -19,6 +19,7 @@ mod chart;
 pub mod dir;
 mod error;
 pub mod eval;
+pub mod guarantee;
 pub mod llama;
 pub mod lora_train;
 pub mod planner;
@@ -35,6 +36,7 @@ pub use backend::ModelBackend;
 pub use calibrate::{fit_floor, gate_metrics, GateMetrics, Scored};
 pub use dir::default_planner;
 pub use error::PlannerError;
+pub use guarantee::{FloorFit, FloorRule};
 pub use llama::{LlamaLm, LlamaSource};
 pub use planner::{Decoded, Outcome, PlanRequest, Planner, Report, Source};
 /// The grammar errors a [`PlannerError::Grammar`] carries, so callers can match on them

@@ -41,8 +41,8 @@ pub struct LoraSpec {
     /// Activation memory a step may keep to skip the backward's recompute.
     #[serde(default = "default_activation_memory")]
     pub activation_memory_bytes: usize,
-    /// Precision the floor must reach on the calibration split.
-    pub target_precision: f64,
+    /// How the confidence floor is chosen on the calibration split.
+    pub floor: crate::guarantee::FloorRule,
     /// Write a checkpoint every this many steps (0: only when stopped).
     pub checkpoint_every: usize,
     /// Where checkpoints go (`checkpoint.safetensors` inside).
@@ -308,7 +308,7 @@ pub fn train_lora(
     summary.losses = Vec::new();
     planner.meta.training = serde_json::json!({"lora": spec, "report": summary,
         "train_traces": splits.train.len()});
-    calibrate_and_test(&mut planner, splits, spec.target_precision, eval_progress)?;
+    calibrate_and_test(&mut planner, splits, spec.floor, eval_progress)?;
     // Saving copies the adapter into `out/adapter` atomically; the staging copy goes.
     planner.save(out)?;
     let _ = std::fs::remove_dir_all(&staging);

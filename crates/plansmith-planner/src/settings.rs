@@ -90,6 +90,9 @@ pub struct PlannerMeta {
     pub calibration: Option<GateMetrics>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test: Option<GateMetrics>,
+    /// How the floor was chosen and what it certifies (absent in planners made before rules).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floor_fit: Option<crate::guarantee::FloorFit>,
     #[serde(default)]
     pub training: Value,
 }

@@ -9,9 +9,10 @@ use plansmith_lm::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::calibrate::{fit_floor, gate_metrics};
+use crate::calibrate::gate_metrics;
 use crate::error::PlannerError;
 use crate::eval::{evaluate, items, scored};
+use crate::guarantee::FloorRule;
 use crate::planner::Planner;
 use crate::prompt;
 use crate::settings::{PlannerMeta, PlannerSettings};
@@ -138,8 +139,8 @@ pub struct TrainSpec {
     pub codec: CodecChoice,
     pub train: TrainConfig,
     pub settings: PlannerSettings,
-    /// Precision the floor must reach on the calibration split (1.0 = no wrong plan accepted).
-    pub target_precision: f64,
+    /// How the confidence floor is chosen on the calibration split.
+    pub floor: FloorRule,
     /// Piece codec only: each training example is encoded with this merge-dropout rate
     /// ([`plansmith_lm::piece::DropoutEncoder`]); 0 encodes canonically.
     #[serde(default)]
@@ -301,7 +302,7 @@ pub fn train_planner_on_pairs(
             "codec": if continued { serde_json::json!("from --init") } else { serde_json::json!(spec.codec) },
             "continued_from_init": continued,
             "train": spec.train,
-            "target_precision": spec.target_precision,
+            "floor_rule": spec.floor,
             "piece_dropout": spec.piece_dropout,
             "final_loss": report.final_loss,
             "seconds": report.seconds,
@@ -310,28 +311,33 @@ pub fn train_planner_on_pairs(
         ..Default::default()
     };
     planner.meta = meta;
-    calibrate_and_test(&mut planner, held_out, spec.target_precision, eval_progress)?;
+    calibrate_and_test(&mut planner, held_out, spec.floor, eval_progress)?;
     Ok(Trained { planner, report })
 }
 
-/// Fit the floor on the calibration split (to `target_precision`) and measure the gate on the
-/// test split; both land in the planner's metadata.
+/// Fit the floor on the calibration split under `rule` and measure the gate on the test split;
+/// the fit and both measurements land in the planner's metadata. A guaranteed rule that cannot
+/// certify its rate on this split sets a floor no plan reaches: the planner escalates everything.
 pub fn calibrate_and_test(
     planner: &mut Planner,
     splits: &Splits,
-    target_precision: f64,
+    rule: FloorRule,
     mut eval_progress: impl FnMut(&str, usize, usize),
 ) -> Result<(), PlannerError> {
     let mode = planner.settings.confidence;
-    if !splits.calibration.is_empty() {
+    // A guarantee with no calibration data certifies nothing, and says so; the empirical rule
+    // with none leaves the planner's floor as it was.
+    let guaranteed = matches!(rule, FloorRule::Guaranteed { .. });
+    if !splits.calibration.is_empty() || guaranteed {
         let cal = items(&splits.calibration)?;
         let (_, judged) = evaluate(planner, &cal, false, |d, n| {
             eval_progress("calibration", d, n)
         })?;
         let s = scored(&judged, mode);
-        let floor = fit_floor(&s, target_precision);
-        planner.set_floor(floor);
-        planner.meta.calibration = Some(gate_metrics(&s, floor));
+        let fit = crate::guarantee::fit(&s, rule);
+        planner.set_floor(fit.floor);
+        planner.meta.calibration = Some(gate_metrics(&s, fit.floor));
+        planner.meta.floor_fit = Some(fit);
     }
     if !splits.test.is_empty() {
         let test = items(&splits.test)?;

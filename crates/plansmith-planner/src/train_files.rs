@@ -15,7 +15,7 @@ use crate::train::{
     pair, part_of, split, train_planner_on_pairs, Part, Splits, TrainSpec, Trained,
 };
 
-/// Share of the data split off for calibration, and for test, when no files are given.
+/// Share of the data split off for calibration, and for test, when its file is not given.
 pub const OWN_SPLIT: f64 = 0.1;
 
 /// Where a training run's traces come from.
@@ -23,7 +23,7 @@ pub const OWN_SPLIT: f64 = 0.1;
 pub struct TraceFiles {
     /// Training traces (JSONL), read in order.
     pub data: Vec<PathBuf>,
-    /// Calibration traces; with `test`, both `None` means both are split off `data`.
+    /// Calibration traces; `None` splits them off `data` (as `test` does for test traces).
     pub calibration: Option<PathBuf>,
     pub test: Option<PathBuf>,
     /// Seeds the request-hash split when the splits come from `data`.
@@ -31,10 +31,12 @@ pub struct TraceFiles {
 }
 
 impl TraceFiles {
-    /// Without calibration and test files, both are split off the data (10% each, by request
-    /// hash, so a request and its copies land together).
-    pub fn splits_own(&self) -> bool {
-        self.calibration.is_none() && self.test.is_none()
+    /// The shares of the data split off for calibration and for test: 10% for each split
+    /// whose file is not given (by request hash, so a request and its copies land together).
+    /// A floor is never left unfitted because only a test file was given.
+    pub fn own_shares(&self) -> (f64, f64) {
+        let share = |file: &Option<PathBuf>| if file.is_none() { OWN_SPLIT } else { 0.0 };
+        (share(&self.calibration), share(&self.test))
     }
 
     /// The calibration and test files (`train` left empty).
@@ -55,13 +57,12 @@ impl TraceFiles {
         for path in &self.data {
             traces.extend(read_traces(path)?);
         }
-        Ok(match self.splits_own() {
-            true => split(traces, OWN_SPLIT, OWN_SPLIT, self.seed),
-            false => Splits {
-                train: traces,
-                ..self.held_out()?
-            },
-        })
+        let (calibration, test) = self.own_shares();
+        let mut own = split(traces, calibration, test, self.seed);
+        let files = self.held_out()?;
+        own.calibration.extend(files.calibration);
+        own.test.extend(files.test);
+        Ok(own)
     }
 
     /// The training traces rendered to (prompt, completion) pairs as they are read, and the
@@ -73,15 +74,12 @@ impl TraceFiles {
         settings: &PlannerSettings,
     ) -> Result<(Vec<(String, String)>, Splits), PlannerError> {
         let mut held_out = self.held_out()?;
-        let own = self.splits_own();
+        let (calibration, test) = self.own_shares();
         let mut pairs = Vec::new();
         for path in &self.data {
             for (i, trace) in stream_traces(path)?.enumerate() {
                 let trace = trace?;
-                let part = match own {
-                    true => part_of(&trace.request, OWN_SPLIT, OWN_SPLIT, self.seed),
-                    false => Part::Train,
-                };
+                let part = part_of(&trace.request, calibration, test, self.seed);
                 match part {
                     Part::Train => pairs.push(
                         pair(&trace, i, catalog, settings)
@@ -120,4 +118,61 @@ pub fn train_from_files(
         progress,
         eval_progress,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, n: usize) -> PathBuf {
+        let path = dir.join(name);
+        let lines: Vec<String> = (0..n)
+            .map(|i| format!(r#"{{"request":"{name} request {i}","calls":[]}}"#))
+            .collect();
+        std::fs::write(&path, lines.join("\n")).unwrap();
+        path
+    }
+
+    #[test]
+    fn each_missing_held_out_file_is_split_off_the_data() {
+        let dir = std::env::temp_dir().join(format!("plansmith-splits-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let data = write(&dir, "data", 2000);
+        let test = write(&dir, "test", 30);
+        let cal = write(&dir, "cal", 40);
+        let files = |calibration: Option<&PathBuf>, test: Option<&PathBuf>| TraceFiles {
+            data: vec![data.clone()],
+            calibration: calibration.cloned(),
+            test: test.cloned(),
+            seed: 0,
+        };
+        let settings = PlannerSettings::dsl();
+        let catalog = Catalog::from_file(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/pace/tools.json"
+        ))
+        .unwrap();
+        for (f, own_cal, own_test) in [
+            (files(None, None), true, true),
+            (files(None, Some(&test)), true, false),
+            (files(Some(&cal), None), false, true),
+            (files(Some(&cal), Some(&test)), false, false),
+        ] {
+            let s = f.read_splits().unwrap();
+            let (_, held_out) = f.read_pairs(&catalog, &settings).unwrap();
+            for splits in [&s, &held_out] {
+                let (c, t) = (splits.calibration.len(), splits.test.len());
+                assert_eq!(own_cal, c > 100 && c < 300, "calibration {c}");
+                assert_eq!(own_test, t > 100 && t < 300, "test {t}");
+                assert!(own_cal || c == 40, "calibration {c}");
+                assert!(own_test || t == 30, "test {t}");
+            }
+            let given = if own_cal { 0 } else { 40 } + if own_test { 0 } else { 30 };
+            assert_eq!(
+                s.train.len() + s.calibration.len() + s.test.len(),
+                2000 + given
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

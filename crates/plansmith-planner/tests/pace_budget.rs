@@ -117,7 +117,7 @@ fn reduced_budget_retrain_still_learns() {
             tools_in_prompt: true,
             ..PlannerSettings::dsl()
         },
-        target_precision: 1.0,
+        floor: plansmith_planner::FloorRule::ZERO_WRONG,
         piece_dropout: 0.0,
     };
     let trained = train_planner(&splits, catalog, &spec, Progress::Hidden, |_, _, _| {}).unwrap();

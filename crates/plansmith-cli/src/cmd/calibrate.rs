@@ -6,9 +6,55 @@ use std::path::PathBuf;
 use clap::Args;
 use plansmith_core::trace::read_traces;
 use plansmith_planner::train::{calibrate_and_test, Splits};
-use plansmith_planner::Planner;
+use plansmith_planner::{FloorRule, Planner};
 
 use crate::Outcome;
+
+/// How the confidence floor is chosen (shared by `train` and `calibrate`).
+#[derive(Args)]
+pub struct FloorArgs {
+    /// The floor's promise: at most this share of the plans it accepts are wrong, with
+    /// --certainty confidence (exact Clopper-Pearson bounds over a fixed set of candidate
+    /// floors, Learn then Test). A calibration split too small to certify it gets a floor that
+    /// accepts nothing, and says how many calibration plans it would need.
+    #[arg(long, value_name = "RATE", default_value_t = 0.01)]
+    max_wrong: f64,
+    /// How sure the --max-wrong promise is (over the draw of the calibration split).
+    #[arg(long, value_name = "P", default_value_t = 0.95)]
+    certainty: f64,
+    /// Instead of a guarantee, the lowest floor whose accepted calibration plans reach this
+    /// precision (1.0 is mixle's rule: no wrong plan accepted on calibration). It promises
+    /// nothing about fresh requests.
+    #[arg(long, value_name = "P", conflicts_with_all = ["max_wrong", "certainty"])]
+    target_precision: Option<f64>,
+}
+
+impl FloorArgs {
+    pub fn rule(&self) -> anyhow::Result<FloorRule> {
+        let rule = match self.target_precision {
+            Some(precision) => FloorRule::Empirical { precision },
+            None => FloorRule::Guaranteed {
+                alpha: self.max_wrong,
+                // Rounded so 0.95 is stored as delta 0.05, not 0.050000000000000044.
+                delta: ((1.0 - self.certainty) * 1e12).round() / 1e12,
+            },
+        };
+        rule.check()
+            .map_err(|e| anyhow::anyhow!("--max-wrong/--certainty/--target-precision: {e}"))?;
+        Ok(rule)
+    }
+}
+
+/// Print what the fitted floor promises; a floor that certifies nothing goes to stderr.
+pub fn print_floor_fit(planner: &Planner) {
+    if let Some(fit) = &planner.meta.floor_fit {
+        if fit.certified {
+            println!("{}", fit.summary());
+        } else {
+            eprintln!("warning: {}", fit.summary());
+        }
+    }
+}
 
 #[derive(Args)]
 pub struct CalibrateArgs {
@@ -26,9 +72,8 @@ pub struct CalibrateArgs {
     /// (`weakest`). Default: keep the planner's.
     #[arg(long)]
     confidence: Option<String>,
-    /// Precision the floor must reach on calibration (1.0 = no wrong plan accepted).
-    #[arg(long, default_value_t = 1.0)]
-    target_precision: f64,
+    #[command(flatten)]
+    floor: FloorArgs,
     /// Write the recalibrated planner here (default: replace --planner, atomically).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -37,6 +82,7 @@ pub struct CalibrateArgs {
 }
 
 pub fn run(args: CalibrateArgs) -> anyhow::Result<Outcome> {
+    let rule = args.floor.rule()?;
     let mut planner = Planner::load(&args.planner)?;
     if let Some(name) = &args.confidence {
         planner.settings.confidence = super::train::confidence_mode(name)?;
@@ -58,12 +104,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<Outcome> {
     );
     planner.meta.test = None;
     let bar = (!args.json).then(|| crate::progress::bar(0, "calibrating"));
-    calibrate_and_test(
-        &mut planner,
-        &splits,
-        args.target_precision,
-        crate::progress::stages(&bar),
-    )?;
+    calibrate_and_test(&mut planner, &splits, rule, crate::progress::stages(&bar))?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -75,6 +116,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<Outcome> {
             "{}",
             serde_json::json!({"out": out, "conf_floor": planner.settings.conf_floor,
                 "confidence": planner.settings.confidence,
+                "floor_fit": meta.floor_fit,
                 "calibration": meta.calibration, "test": meta.test})
         );
     } else {
@@ -84,6 +126,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<Outcome> {
             planner.settings.confidence,
             planner.settings.conf_floor
         );
+        print_floor_fit(&planner);
         crate::cmd::eval::print_gate_table(&[
             ("calibration", meta.calibration.as_ref()),
             ("test", meta.test.as_ref()),

@@ -78,9 +78,8 @@ pub struct TrainArgs {
     lr: Option<f64>,
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Precision the floor must reach on calibration (1.0 = no wrong plan accepted).
-    #[arg(long, default_value_t = 1.0)]
-    target_precision: f64,
+    #[command(flatten)]
+    floor: super::calibrate::FloorArgs,
     /// Confidence is the mean log-prob of the tokens the model chose (chosen), of every reply
     /// token (all), or the lowest one (weakest: one doubtful token is not averaged away).
     #[arg(long, default_value = "chosen")]
@@ -198,7 +197,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
             confidence,
             ..PlannerSettings::dsl()
         },
-        target_precision: args.target_precision,
+        floor: args.floor.rule()?,
         piece_dropout: args.piece_dropout,
     };
     let bar = (!args.quiet).then(|| crate::progress::bar(0, "evaluating"));
@@ -233,6 +232,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
     let report = serde_json::json!({
         "out": args.out,
         "conf_floor": trained.planner.settings.conf_floor,
+        "floor_fit": meta.floor_fit,
         "calibration": meta.calibration,
         "test": meta.test,
         "train": trained.report,
@@ -248,10 +248,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
             trained.report.tokens_per_sec,
             trained.report.final_loss
         );
-        println!(
-            "confidence floor {:.4}",
-            trained.planner.settings.conf_floor
-        );
+        super::calibrate::print_floor_fit(&trained.planner);
         crate::cmd::eval::print_gate_table(&[
             ("calibration", meta.calibration.as_ref()),
             ("test", meta.test.as_ref()),
@@ -305,7 +302,7 @@ fn train_lora(
         seed: args.seed,
         max_tokens: args.max_tokens,
         activation_memory_bytes: (args.activation_memory.max(0.0) * 1e9) as usize,
-        target_precision: args.target_precision,
+        floor: args.floor.rule()?,
         checkpoint_every: args.checkpoint_every,
         checkpoint_dir,
         resume: args.resume.is_some(),
@@ -371,6 +368,7 @@ fn train_lora(
         println!(
             "{}",
             serde_json::json!({"out": args.out, "conf_floor": planner.settings.conf_floor,
+                "floor_fit": meta.floor_fit,
                 "calibration": meta.calibration, "test": meta.test, "lora": summary})
         );
     } else {
@@ -393,6 +391,7 @@ fn train_lora(
                 .map(|b| format!(", peak memory {:.2} GB", b as f64 / 1e9))
                 .unwrap_or_default()
         );
+        super::calibrate::print_floor_fit(&planner);
         crate::cmd::eval::print_gate_table(&[
             ("calibration", meta.calibration.as_ref()),
             ("test", meta.test.as_ref()),

@@ -95,7 +95,7 @@ pub fn spec(epochs: usize, seed: u64) -> TrainSpec {
             ..TrainConfig::default()
         },
         settings: PlannerSettings::dsl(),
-        target_precision: 1.0,
+        floor: plansmith_planner::FloorRule::ZERO_WRONG,
         piece_dropout: 0.0,
     }
 }

@@ -73,7 +73,7 @@ pub fn train_tiny(floor: f32) -> Planner {
             conf_floor: floor,
             ..PlannerSettings::dsl()
         },
-        target_precision: 1.0,
+        floor: plansmith_planner::FloorRule::ZERO_WRONG,
         piece_dropout: 0.0,
     };
     let mut p = train_planner(
