@@ -21,6 +21,8 @@ pub enum PlannerError {
     Teacher(#[from] TeacherError),
     #[error("planner directory {path}: {message}")]
     Dir { path: String, message: String },
+    #[error("cascade file {path}: {message}")]
+    Cascade { path: String, message: String },
     #[error("model {path}: {message}")]
     Model { path: String, message: String },
     #[error("training data: {0}")]

@@ -49,6 +49,25 @@ pub struct Outcome {
     pub truncated: bool,
     #[serde(with = "duration_ms")]
     pub latency: Duration,
+    /// In a cascade: the hop whose model answered, or `teacher`; absent when none did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hop: Option<String>,
+    /// In a cascade: every hop that decoded this request, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hops: Vec<HopReport>,
+}
+
+/// What one hop of a cascade made of a request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HopReport {
+    pub hop: String,
+    pub confidence: f32,
+    pub floor: f32,
+    pub accepted: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(rename = "latency_ms", with = "duration_ms")]
+    pub latency: Duration,
 }
 
 mod duration_ms {
@@ -129,6 +148,12 @@ pub struct Counters {
     pub teacher_failures: u64,
     pub prefix_cache_hits: u64,
     pub prefix_cache_misses: u64,
+    /// Requests whose plan this planner's own model gave (not escalated).
+    #[serde(default)]
+    pub answered: u64,
+    /// Time spent in this planner's own decode and gate, over every request (seconds).
+    #[serde(default)]
+    pub decode_seconds: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -164,6 +189,9 @@ pub struct Planner {
     teacher: Option<Box<dyn Teacher>>,
     harvest: Option<Mutex<TraceWriter>>,
     counters: Mutex<Counters>,
+    /// In a cascade: this hop's name, and the hop its escalations go to before any teacher.
+    hop: Option<String>,
+    next: Option<Box<Planner>>,
 }
 
 impl Planner {
@@ -216,6 +244,8 @@ impl Planner {
             teacher: None,
             harvest: None,
             counters: Mutex::new(Counters::default()),
+            hop: None,
+            next: None,
         };
         // Compile the default catalog's validator and grammar now, not on the first request.
         let grammar_catalog = planner.grammar_catalog(&catalog);
@@ -234,6 +264,33 @@ impl Planner {
     pub fn with_teacher(mut self, teacher: Box<dyn Teacher>) -> Self {
         self.teacher = Some(teacher);
         self
+    }
+
+    /// Name this planner as a cascade hop: its outcomes then say which hop answered and
+    /// report every hop's confidence and floor.
+    pub fn named_hop(mut self, name: impl Into<String>) -> Self {
+        self.hop = Some(name.into());
+        self
+    }
+
+    /// Send what this planner escalates to `next` (a named hop) before any teacher of its own.
+    pub fn with_next_hop(mut self, next: Planner) -> Self {
+        self.next = Some(Box::new(next));
+        self
+    }
+
+    /// This planner and the hops after it, in order.
+    pub fn hops(&self) -> Vec<&Planner> {
+        let mut out = vec![self];
+        while let Some(next) = &out[out.len() - 1].next {
+            out.push(next);
+        }
+        out
+    }
+
+    /// The hop name, when this planner is part of a cascade.
+    pub fn hop_name(&self) -> Option<&str> {
+        self.hop.as_deref()
     }
 
     pub fn with_harvest(mut self, path: &std::path::Path) -> Result<Self, PlannerError> {
@@ -666,14 +723,32 @@ impl Planner {
         self.plan_request(&PlanRequest::new(request))
     }
 
-    /// Decode, gate, and escalate when needed. Only verified plans leave.
+    /// Decode, gate, and escalate when needed: to the next hop of a cascade, else to the
+    /// teacher. Only verified plans leave.
     pub fn plan_request(&self, req: &PlanRequest) -> Result<Outcome, PlannerError> {
         let start = Instant::now();
         let decoded = self.decode(req)?;
         let confidence = decoded.confidence(self.settings.confidence);
         let reason = self.gate(&decoded);
-        self.bump(|c| c.requests += 1);
+        let own_time = start.elapsed();
+        self.bump(|c| {
+            c.requests += 1;
+            c.decode_seconds += own_time.as_secs_f64();
+        });
+        let hops: Vec<HopReport> = self
+            .hop
+            .iter()
+            .map(|name| HopReport {
+                hop: name.clone(),
+                confidence,
+                floor: self.settings.conf_floor,
+                accepted: reason.is_none(),
+                reason: reason.clone(),
+                latency: own_time,
+            })
+            .collect();
         let Some(reason) = reason else {
+            self.bump(|c| c.answered += 1);
             let plan = decoded.plan.unwrap_or_default();
             return Ok(Outcome {
                 calls: plan.calls,
@@ -685,9 +760,38 @@ impl Planner {
                 reason: None,
                 truncated: decoded.truncated,
                 latency: start.elapsed(),
+                hop: self.hop.clone(),
+                hops,
             });
         };
         self.bump(|c| c.escalated += 1);
+        let reason = match &self.hop {
+            Some(name) => format!("{name}: {reason}"),
+            None => reason,
+        };
+        if let Some(next) = &self.next {
+            // The next hop plans against this hop's catalog, not its own default.
+            let forwarded;
+            let req = if req.catalog.is_none() && next.catalog_hash != self.catalog_hash {
+                forwarded = PlanRequest {
+                    catalog: Some(self.catalog.clone()),
+                    ..req.clone()
+                };
+                &forwarded
+            } else {
+                req
+            };
+            let mut outcome = next.plan_request(req)?;
+            outcome.hops.splice(0..0, hops);
+            if outcome.escalated {
+                outcome.reason = Some(match outcome.reason {
+                    Some(rest) => format!("{reason}; {rest}"),
+                    None => reason,
+                });
+            }
+            outcome.latency = start.elapsed();
+            return Ok(outcome);
+        }
         let catalog = req.catalog.clone().unwrap_or_else(|| self.catalog.clone());
         let mut outcome = Outcome {
             calls: Vec::new(),
@@ -699,6 +803,8 @@ impl Planner {
             reason: Some(reason),
             truncated: decoded.truncated,
             latency: Duration::ZERO,
+            hop: None,
+            hops,
         };
         if let Some(teacher) = &self.teacher {
             match teacher.plan(&req.text, &catalog) {
@@ -707,6 +813,7 @@ impl Planner {
                     outcome.calls = plan.calls;
                     outcome.spoken_text = plan.spoken_text;
                     outcome.source = Source::Teacher;
+                    outcome.hop = self.hop.as_ref().map(|_| "teacher".to_string());
                 }
                 Err(e) => {
                     self.bump(|c| c.teacher_failures += 1);

@@ -72,6 +72,18 @@ pub struct Sampled {
     pub queue_rejected: u64,
     pub jobs_skipped: u64,
     pub worker_panics: u64,
+    /// A cascade's hops, in order (empty without one).
+    pub hops: Vec<HopSample>,
+}
+
+/// One cascade hop's counters.
+#[derive(Debug, Default, Clone)]
+pub struct HopSample {
+    pub name: String,
+    pub requests: u64,
+    pub answered: u64,
+    pub escalated: u64,
+    pub decode_seconds: f64,
 }
 
 impl Metrics {
@@ -230,6 +242,42 @@ impl Metrics {
         for (name, help, v) in gauges {
             header(&mut out, name, "gauge", help);
             let _ = writeln!(out, "{name} {v}");
+        }
+        if !s.hops.is_empty() {
+            type Pick = fn(&HopSample) -> String;
+            let series: [(&str, &str, &str, Pick); 4] = [
+                (
+                    "plansmith_hop_requests_total",
+                    "counter",
+                    "Requests a cascade hop decoded.",
+                    |h| h.requests.to_string(),
+                ),
+                (
+                    "plansmith_hop_answered_total",
+                    "counter",
+                    "Requests a cascade hop's model answered at its floor.",
+                    |h| h.answered.to_string(),
+                ),
+                (
+                    "plansmith_hop_escalated_total",
+                    "counter",
+                    "Requests a cascade hop passed on (to the next hop or the teacher).",
+                    |h| h.escalated.to_string(),
+                ),
+                (
+                    "plansmith_hop_decode_seconds_total",
+                    "counter",
+                    "Time a cascade hop spent decoding and gating.",
+                    |h| format!("{:.6}", h.decode_seconds),
+                ),
+            ];
+            for (name, kind, help, pick) in series {
+                header(&mut out, name, kind, help);
+                for h in &s.hops {
+                    // Hop names are checked at load ([A-Za-z0-9_.-]), so they need no escaping.
+                    let _ = writeln!(out, "{name}{{hop=\"{}\"}} {}", h.name, pick(h));
+                }
+            }
         }
         out
     }

@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
 use crate::error::{ApiError, ServeError};
-use crate::metrics::{route_label, Metrics, Sampled};
+use crate::metrics::{route_label, HopSample, Metrics, Sampled};
 use crate::openai::{self, Reply};
 use crate::params::{self, field, Object};
 use crate::pool::{Pool, SubmitError, Work};
@@ -120,11 +120,32 @@ impl AppState {
         let c = self.planner.counters();
         let g = self.planner.engine().cache_stats();
         let s = self.pool.stats();
+        // With a cascade, a request escalates when its last hop passes it on, and the teacher
+        // (with its harvest) sits behind the last hop.
+        let hops = self.planner.hops();
+        let last = hops[hops.len() - 1].counters();
+        let hops = match self.planner.hop_name() {
+            None => Vec::new(),
+            Some(_) => hops
+                .iter()
+                .map(|h| {
+                    let c = h.counters();
+                    HopSample {
+                        name: h.hop_name().unwrap_or_default().to_string(),
+                        requests: c.requests,
+                        answered: c.answered,
+                        escalated: c.escalated,
+                        decode_seconds: c.decode_seconds,
+                    }
+                })
+                .collect(),
+        };
         self.metrics.render(&Sampled {
+            hops,
             plans: c.requests,
-            escalations: c.escalated,
-            harvested_traces: c.harvested_traces,
-            teacher_failures: c.teacher_failures,
+            escalations: last.escalated,
+            harvested_traces: last.harvested_traces,
+            teacher_failures: last.teacher_failures,
             grammar_cache_hits: g.hits,
             grammar_cache_misses: g.misses,
             grammar_cache_entries: g.entries,
@@ -342,8 +363,10 @@ async fn chat_inner(st: &AppState, req: Request) -> Result<Response, ApiError> {
                     .unwrap_or_default()
             )));
         }
+        let mut ext = openai::extension(o.confidence, o.escalated, o.source, o.reason.as_deref());
+        add_hops(&mut ext, &o);
         Reply {
-            ext: openai::extension(o.confidence, o.escalated, o.source, o.reason.as_deref()),
+            ext,
             completion_tokens: st.tokens(&o.text),
             calls: o.calls,
             spoken_text: o.spoken_text,
@@ -423,6 +446,15 @@ pub fn parse_plan(body: &Object, catalog: &Arc<Catalog>) -> Result<PlanRequest, 
     })
 }
 
+/// With a cascade: which hop answered (`teacher`, or null when none did) and every hop's
+/// confidence, floor and latency.
+fn add_hops(out: &mut serde_json::Value, o: &Outcome) {
+    if !o.hops.is_empty() {
+        out["hop"] = json!(o.hop);
+        out["hops"] = json!(o.hops);
+    }
+}
+
 async fn plan(State(st): State<Arc<AppState>>, req: Request) -> Response {
     let result = async {
         let bytes = read_body(&st, req).await?;
@@ -443,6 +475,7 @@ async fn plan(State(st): State<Arc<AppState>>, req: Request) -> Response {
         if let Some(r) = &o.reason {
             out["reason"] = json!(r);
         }
+        add_hops(&mut out, &o);
         Ok::<_, ApiError>(Json(out).into_response())
     }
     .await;

@@ -744,3 +744,69 @@ async fn a_required_call_the_request_cannot_fill_is_not_a_server_error() {
     healthy(&mut c).await;
     server.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_cascade_reports_every_hop_and_counts_them() {
+    // The embedded planner twice, strict then lenient: "open mail" (confidence about -0.0014)
+    // escalates from the first and is answered by the second.
+    let dir = std::env::temp_dir().join(format!("plansmith-http-cascade-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("cascade.json");
+    std::fs::write(
+        &path,
+        r#"{"hops": [{"name": "strict", "embedded": true, "floor": -0.0001},
+                     {"name": "lenient", "embedded": true, "floor": -0.01}]}"#,
+    )
+    .unwrap();
+    let planner = plansmith_planner::cascade::load(&path).unwrap().planner;
+    let config = ServeConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        workers: 1,
+        ..ServeConfig::default()
+    };
+    let server = spawn(std::sync::Arc::new(planner), config).await.unwrap();
+    let mut c = Client::new(server.addr);
+    let r = c
+        .post_json("/v1/plan", &json!({"request": "open mail"}))
+        .await
+        .unwrap();
+    let v = r.json();
+    assert_eq!(
+        (v["hop"].clone(), v["escalated"].clone()),
+        (json!("lenient"), json!(false)),
+        "{v}"
+    );
+    let hops = v["hops"].as_array().unwrap();
+    assert_eq!(hops.len(), 2, "{v}");
+    assert_eq!(
+        (
+            hops[0]["hop"].clone(),
+            hops[0]["accepted"].clone(),
+            hops[1]["accepted"].clone()
+        ),
+        (json!("strict"), json!(false), json!(true)),
+        "{v}"
+    );
+    assert!(hops[0]["floor"].as_f64().unwrap() > hops[1]["floor"].as_f64().unwrap());
+    let r = c
+        .post_json(
+            "/v1/chat/completions",
+            &json!({"messages": user("zzzz qqq")}),
+        )
+        .await
+        .unwrap();
+    let v = r.json();
+    assert_eq!(v["plansmith"]["hop"], Value::Null, "{v}");
+    assert_eq!(v["plansmith"]["hops"].as_array().unwrap().len(), 2, "{v}");
+    let m = c.get("/metrics").await.unwrap().text();
+    for line in [
+        "plansmith_hop_requests_total{hop=\"strict\"} 2",
+        "plansmith_hop_answered_total{hop=\"lenient\"} 1",
+        "plansmith_hop_escalated_total{hop=\"lenient\"} 1",
+        "plansmith_escalations_total 1",
+    ] {
+        assert!(m.contains(line), "{line}\n{m}");
+    }
+    server.shutdown().await.unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -36,6 +36,12 @@ pub struct ModelArgs {
     /// never saw against ones it saw often; 0 (the default) is the model's own ranking.
     #[arg(long, value_name = "W", allow_hyphen_values = true)]
     pub name_prior: Option<f32>,
+    /// A cascade file: hops tried in order (the embedded planner, planner directories, GGUF
+    /// models with adapters), each below its floor escalating to the next, then a teacher.
+    /// Outcomes say which hop answered and every hop's confidence and floor
+    /// (docs/guide/teachers.md).
+    #[arg(long, conflicts_with_all = ["planner", "gguf", "lora"], value_name = "FILE")]
+    pub cascade: Option<PathBuf>,
 }
 
 /// What happens to a plan after decoding: the confidence floor and escalation.
@@ -58,6 +64,22 @@ pub struct GateArgs {
 
 /// The model alone (no floor override, no teacher).
 pub fn load_model(args: &ModelArgs) -> anyhow::Result<Planner> {
+    if let Some(path) = &args.cascade {
+        let cascade = plansmith_planner::cascade::load(path)?;
+        for (hop, fit) in &cascade.fits {
+            let line = format!("cascade hop {hop}: {}", fit.summary());
+            if fit.certified {
+                eprintln!("{line}");
+            } else {
+                eprintln!("warning: {line}");
+            }
+        }
+        anyhow::ensure!(
+            args.name_prior.is_none(),
+            "--name-prior does not apply to a --cascade"
+        );
+        return Ok(cascade.planner);
+    }
     let mut planner = match (&args.planner, &args.gguf) {
         (Some(dir), _) => Planner::load(dir)?,
         (None, Some(model)) => {
@@ -87,8 +109,14 @@ pub fn load_model(args: &ModelArgs) -> anyhow::Result<Planner> {
 }
 
 pub fn load_planner(args: &PlannerArgs) -> anyhow::Result<Planner> {
-    let mut planner = load_model(&args.model)?;
     let gate = &args.gate;
+    if args.model.cascade.is_some() {
+        anyhow::ensure!(
+            gate.teacher.is_none() && gate.harvest.is_none() && gate.floor.is_none(),
+            "--teacher, --harvest and --floor go in the --cascade file (its `teacher`, `harvest`, and each hop's `floor`)"
+        );
+    }
+    let mut planner = load_model(&args.model)?;
     if let Some(f) = gate.floor {
         planner.set_floor(f);
     }
@@ -139,12 +167,14 @@ pub fn run(args: PlanArgs) -> anyhow::Result<Outcome> {
         };
         let o = planner.plan_request(&req)?;
         if args.json {
-            println!(
-                "{}",
-                json!({"request": request, "calls": o.calls, "spoken_text": o.spoken_text, "confidence": o.confidence,
+            let mut line = json!({"request": request, "calls": o.calls, "spoken_text": o.spoken_text, "confidence": o.confidence,
                        "escalated": o.escalated, "source": o.source, "reason": o.reason, "text": o.text,
-                       "latency_ms": o.latency.as_secs_f64() * 1e3})
-            );
+                       "latency_ms": o.latency.as_secs_f64() * 1e3});
+            if !o.hops.is_empty() {
+                line["hop"] = json!(o.hop);
+                line["hops"] = json!(o.hops);
+            }
+            println!("{line}");
         } else {
             let plan = plansmith_core::Plan {
                 calls: o.calls.clone(),
@@ -165,6 +195,16 @@ pub fn run(args: PlanArgs) -> anyhow::Result<Outcome> {
                 "(no call)".to_string()
             };
             println!("{request}\n  -> {shown}");
+            for h in &o.hops {
+                println!(
+                    "     hop {}: confidence {:.4}, floor {:.4}, {}, {:.1} ms",
+                    h.hop,
+                    h.confidence,
+                    h.floor,
+                    if h.accepted { "answered" } else { "escalated" },
+                    h.latency.as_secs_f64() * 1e3
+                );
+            }
             println!(
                 "     confidence {:.3}, source {:?}{}, {:.1} ms",
                 o.confidence,

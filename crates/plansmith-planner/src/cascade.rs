@@ -1,0 +1,236 @@
+//! A cascade file: an ordered list of hops (planner directories, the embedded planner, GGUF or
+//! Hugging Face models with an optional adapter), each with its floor, then an optional teacher
+//! and harvest file. Loading it gives one [`Planner`] whose escalations go hop by hop
+//! ([`Planner::with_next_hop`]); the last hop's escalations go to the teacher and are harvested.
+//!
+//! ```json
+//! {
+//!   "hops": [
+//!     {"name": "tiny", "embedded": true},
+//!     {"name": "smollm2", "gguf": "assets/smollm2.gguf", "lora": "planner/adapter",
+//!      "calibration": "data/calibration.jsonl", "max_wrong": 0.01, "certainty": 0.95}
+//!   ],
+//!   "teacher": "openai:http://127.0.0.1:8000/v1#gpt-4o-mini",
+//!   "harvest": "harvest.jsonl"
+//! }
+//! ```
+//!
+//! A hop's floor is its planner's own (as calibrated), a number (`floor`), or refitted at load
+//! under the guaranteed rule on `calibration` (`max_wrong`, `certainty`). Relative paths are
+//! read from the cascade file's directory. Every hop plans against the first hop's catalog
+//! (or the request's): a hop that cannot read that catalog is refused at load.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use plansmith_core::trace::read_traces;
+use serde::Deserialize;
+
+use crate::error::PlannerError;
+use crate::guarantee::{FloorFit, FloorRule};
+use crate::planner::Planner;
+use crate::settings::PlannerSettings;
+use crate::train::{calibrate_and_test, Splits};
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CascadeFile {
+    pub hops: Vec<HopSpec>,
+    /// A teacher spec, as `--teacher` takes it.
+    #[serde(default)]
+    pub teacher: Option<String>,
+    #[serde(default = "default_teacher_timeout")]
+    pub teacher_timeout_s: u64,
+    /// Append every escalation the teacher answered to this JSONL file (fsynced).
+    #[serde(default)]
+    pub harvest: Option<PathBuf>,
+}
+
+fn default_teacher_timeout() -> u64 {
+    30
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HopSpec {
+    /// Shown in outcomes and metrics (default: `hop1`, `hop2`, ...).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The planner embedded in this binary.
+    #[serde(default)]
+    pub embedded: bool,
+    /// A planner directory (tiny or LoRA-tuned).
+    #[serde(default)]
+    pub planner: Option<PathBuf>,
+    /// A pretrained model (`.gguf` or Hugging Face directory), with an optional PEFT adapter.
+    #[serde(default)]
+    pub gguf: Option<PathBuf>,
+    #[serde(default)]
+    pub lora: Option<PathBuf>,
+    /// A fixed floor instead of the planner's own.
+    #[serde(default)]
+    pub floor: Option<f32>,
+    /// Refit the floor at load on these traces under the guaranteed rule.
+    #[serde(default)]
+    pub calibration: Option<PathBuf>,
+    #[serde(default)]
+    pub max_wrong: Option<f64>,
+    #[serde(default)]
+    pub certainty: Option<f64>,
+}
+
+/// A loaded cascade: the first hop (the others chained behind it), and what each refitted
+/// floor certifies.
+pub struct Cascade {
+    pub planner: Planner,
+    pub fits: Vec<(String, FloorFit)>,
+}
+
+/// Read and check a cascade file, load every hop, and chain them.
+pub fn load(path: &Path) -> Result<Cascade, PlannerError> {
+    let bad = |message: String| PlannerError::Cascade {
+        path: path.display().to_string(),
+        message,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+    let file: CascadeFile = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let resolve = |p: &PathBuf| {
+        if p.is_absolute() {
+            p.clone()
+        } else {
+            base.join(p)
+        }
+    };
+    if file.hops.is_empty() {
+        return Err(bad(
+            "`hops` is empty: a cascade needs at least one hop".into()
+        ));
+    }
+    // Every setting is checked before any model loads.
+    for (i, hop) in file.hops.iter().enumerate() {
+        let at = |m: &str| bad(format!("hops[{i}]: {m}"));
+        let sources =
+            hop.embedded as usize + hop.planner.is_some() as usize + hop.gguf.is_some() as usize;
+        if sources != 1 {
+            return Err(at("give exactly one of `embedded`, `planner`, `gguf`"));
+        }
+        if hop.lora.is_some() && hop.gguf.is_none() {
+            return Err(at("`lora` needs `gguf`"));
+        }
+        if hop.floor.is_some() && hop.calibration.is_some() {
+            return Err(at("give `floor` or `calibration`, not both"));
+        }
+        if (hop.max_wrong.is_some() || hop.certainty.is_some()) && hop.calibration.is_none() {
+            return Err(at(
+                "`max_wrong` and `certainty` need `calibration` to refit the floor on",
+            ));
+        }
+        if let Some(name) = &hop.name {
+            let ok = !name.is_empty()
+                && name.len() <= 64
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
+            if !ok || name == "teacher" {
+                return Err(at(&format!(
+                    "name `{name}`: use 1-64 letters, digits, `_`, `.` or `-` (and not `teacher`)"
+                )));
+            }
+            if file.hops[..i].iter().any(|h| h.name.as_ref() == Some(name)) {
+                return Err(at(&format!("name `{name}` is used by an earlier hop")));
+            }
+        }
+        if let Some(f) = hop.floor {
+            if f.is_nan() {
+                return Err(at("`floor` is not a number"));
+            }
+        }
+        hop_rule(hop).check().map_err(|e| at(&e))?;
+        for p in [&hop.planner, &hop.gguf, &hop.lora, &hop.calibration]
+            .into_iter()
+            .flatten()
+        {
+            if !resolve(p).exists() {
+                return Err(at(&format!("{} does not exist", resolve(p).display())));
+            }
+        }
+    }
+    let mut planners = Vec::new();
+    let mut fits = Vec::new();
+    for (i, hop) in file.hops.iter().enumerate() {
+        let name = hop.name.clone().unwrap_or_else(|| format!("hop{}", i + 1));
+        let at = |m: String| bad(format!("hops[{i}] ({name}): {m}"));
+        let first: Option<&Planner> = planners.first();
+        let mut planner = if hop.embedded {
+            crate::dir::default_planner()?
+        } else if let Some(dir) = &hop.planner {
+            Planner::load(&resolve(dir))?
+        } else {
+            let catalog = match first {
+                Some(p) => p.catalog.as_ref().clone(),
+                None => crate::dir::default_planner()?.catalog.as_ref().clone(),
+            };
+            let model = resolve(hop.gguf.as_ref().expect("checked above"));
+            let adapter = hop.lora.as_ref().map(resolve);
+            Planner::pretrained(&model, adapter.as_deref(), catalog, PlannerSettings::chat())?
+        };
+        if let Some(first) = first {
+            if !planner.settings.tools_in_prompt && planner.catalog.hash() != first.catalog.hash() {
+                return Err(at(format!(
+                    "its planner knows only its own catalog ({} tools), not the first hop's ({} tools); \
+                     use a tools-in-prompt planner or one trained on the same catalog",
+                    planner.catalog.tools.len(),
+                    first.catalog.tools.len()
+                )));
+            }
+            planner
+                .check_catalog(Some(&first.catalog))
+                .map_err(|e| at(e.to_string()))?;
+        }
+        if let Some(f) = hop.floor {
+            planner.set_floor(f);
+        }
+        if let Some(cal) = &hop.calibration {
+            let splits = Splits {
+                train: Vec::new(),
+                calibration: read_traces(resolve(cal))?,
+                test: Vec::new(),
+            };
+            calibrate_and_test(&mut planner, &splits, hop_rule(hop), |_, _, _| {})?;
+            if let Some(fit) = planner.meta.floor_fit.clone() {
+                fits.push((name.clone(), fit));
+            }
+        }
+        planners.push(planner.named_hop(name));
+    }
+    let mut chain = planners.pop().expect("at least one hop");
+    if let Some(spec) = &file.teacher {
+        // A trace-file teacher's file is read from the cascade file's directory too.
+        let spec = match spec.strip_prefix("traces:") {
+            Some(p) => format!("traces:{}", resolve(&PathBuf::from(p)).display()),
+            None => spec.clone(),
+        };
+        chain = chain.with_teacher(crate::teacher::from_spec(
+            &spec,
+            Duration::from_secs(file.teacher_timeout_s),
+        )?);
+    }
+    if let Some(h) = &file.harvest {
+        chain = chain.with_harvest(&resolve(h))?;
+    }
+    while let Some(hop) = planners.pop() {
+        chain = hop.with_next_hop(chain);
+    }
+    Ok(Cascade {
+        planner: chain,
+        fits,
+    })
+}
+
+fn hop_rule(hop: &HopSpec) -> FloorRule {
+    FloorRule::Guaranteed {
+        alpha: hop.max_wrong.unwrap_or(0.01),
+        delta: ((1.0 - hop.certainty.unwrap_or(0.95)) * 1e12).round() / 1e12,
+    }
+}

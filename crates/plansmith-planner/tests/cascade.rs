@@ -1,0 +1,221 @@
+//! A cascade of real planners: each request goes to the first hop, below its floor to the
+//! next, after the last to the teacher (harvested); outcomes name the hop that answered and
+//! carry every hop's confidence and floor. Bad cascade files fail at load, naming the hop.
+
+use std::path::{Path, PathBuf};
+
+use plansmith_planner::{cascade, PlannerError, Source};
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("plansmith-cascade-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn load_err(dir: &Path, text: &str) -> String {
+    let path = write(dir, "bad.json", text);
+    match cascade::load(&path) {
+        Err(e @ PlannerError::Cascade { .. }) => e.to_string(),
+        Err(e) => panic!("not a cascade error: {e}"),
+        Ok(_) => panic!("loaded: {text}"),
+    }
+}
+
+#[test]
+fn requests_go_hop_by_hop_then_to_the_teacher() {
+    let dir = tmp("hops");
+    // The embedded planner twice, strict then lenient, with a trace-file teacher. Its
+    // confidences: "click the blue Submit button" about -0.00003, "open mail" about -0.0014,
+    // "zzzz qqq" about -0.27.
+    write(
+        &dir,
+        "teacher.jsonl",
+        r#"{"request":"zzzz qqq","calls":[{"name":"say","arguments":{"text":"zzzz qqq"}}]}"#,
+    );
+    let path = write(
+        &dir,
+        "cascade.json",
+        r#"{"hops": [{"name": "strict", "embedded": true, "floor": -0.0001},
+                     {"name": "lenient", "embedded": true, "floor": -0.01}],
+            "teacher": "traces:teacher.jsonl", "harvest": "harvest.jsonl"}"#,
+    );
+    let c = cascade::load(&path).unwrap();
+    let planner = c.planner;
+    assert_eq!(
+        planner
+            .hops()
+            .iter()
+            .map(|h| h.hop_name().unwrap())
+            .collect::<Vec<_>>(),
+        ["strict", "lenient"]
+    );
+
+    let o = planner.plan("click the blue Submit button").unwrap();
+    assert_eq!(
+        (o.hop.as_deref(), o.source, o.escalated),
+        (Some("strict"), Source::Model, false)
+    );
+    assert_eq!(o.hops.len(), 1);
+    assert!(o.hops[0].accepted && o.hops[0].floor == -0.0001);
+
+    let o = planner.plan("open mail").unwrap();
+    assert_eq!(
+        (o.hop.as_deref(), o.source),
+        (Some("lenient"), Source::Model)
+    );
+    assert_eq!(o.hops.len(), 2);
+    assert!(!o.hops[0].accepted && o.hops[1].accepted, "{:?}", o.hops);
+    assert!(o.hops[0].reason.as_deref().unwrap().contains("below floor"));
+    assert_eq!(o.hops[0].confidence, o.hops[1].confidence, "the same model");
+
+    let o = planner.plan("zzzz qqq").unwrap();
+    assert_eq!(
+        (o.hop.as_deref(), o.source),
+        (Some("teacher"), Source::Teacher)
+    );
+    assert_eq!(o.calls[0].name, "say");
+    assert!(o.hops.iter().all(|h| !h.accepted));
+    let harvested = std::fs::read_to_string(dir.join("harvest.jsonl")).unwrap();
+    assert!(harvested.contains("zzzz qqq"), "{harvested}");
+
+    // No teacher answer: escalated, with every hop's reason.
+    let o = planner.plan("qqqq zzzz xxxx").unwrap();
+    assert_eq!((o.hop, o.source, o.escalated), (None, Source::None, true));
+    let reason = o.reason.unwrap();
+    assert!(
+        reason.contains("strict: confidence") && reason.contains("lenient: confidence"),
+        "{reason}"
+    );
+
+    let counts: Vec<(u64, u64, u64)> = planner
+        .hops()
+        .iter()
+        .map(|h| {
+            let c = h.counters();
+            (c.requests, c.answered, c.escalated)
+        })
+        .collect();
+    assert_eq!(counts, [(4, 1, 3), (3, 1, 2)]);
+    assert_eq!(planner.hops()[1].counters().harvested_traces, 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_hop_refits_its_floor_under_the_guarantee_and_refuses_when_it_cannot_certify() {
+    let dir = tmp("refit");
+    let cal: Vec<String> = (0..20)
+        .map(|i| {
+            format!(r#"{{"request":"scroll down {i}","calls":[{{"name":"perform","arguments":{{"action":"scroll","direction":"down","amount":{i}}}}}]}}"#)
+        })
+        .collect();
+    write(&dir, "cal.jsonl", &cal.join("\n"));
+    let path = write(
+        &dir,
+        "cascade.json",
+        r#"{"hops": [{"embedded": true, "calibration": "cal.jsonl", "max_wrong": 0.01}]}"#,
+    );
+    let c = cascade::load(&path).unwrap();
+    assert_eq!(c.fits.len(), 1);
+    let (name, fit) = &c.fits[0];
+    assert_eq!(name, "hop1");
+    assert!(!fit.certified && fit.calibration == 20, "{fit:?}");
+    let o = c.planner.plan("click the blue Submit button").unwrap();
+    assert!(
+        o.escalated,
+        "a hop that cannot certify its rate accepts nothing"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_cascade_files_are_refused_at_load_naming_the_hop() {
+    let dir = tmp("bad");
+    let cases = [
+        (r#"{"hops": []}"#, "at least one hop"),
+        (r#"{"hops": [{"planner": "nowhere"}]}"#, "hops[0]: "),
+        (r#"{"hops": [{"planner": "nowhere"}]}"#, "does not exist"),
+        (
+            r#"{"hops": [{"embedded": true, "gguf": "x.gguf"}]}"#,
+            "exactly one of",
+        ),
+        (
+            r#"{"hops": [{"embedded": true}, {"embedded": true, "lora": "a"}]}"#,
+            "hops[1]: `lora` needs `gguf`",
+        ),
+        (
+            r#"{"hops": [{"embedded": true, "calibration": "cal.jsonl", "max_wrong": 1.5}]}"#,
+            "alpha must be in (0, 1), got 1.5",
+        ),
+        (
+            r#"{"hops": [{"embedded": true, "calibration": "cal.jsonl", "max_wrong": 0}]}"#,
+            "got 0",
+        ),
+        (
+            r#"{"hops": [{"embedded": true, "max_wrong": 0.01}]}"#,
+            "need `calibration`",
+        ),
+        (
+            r#"{"hops": [{"embedded": true, "floor": -1, "calibration": "cal.jsonl"}]}"#,
+            "not both",
+        ),
+        (
+            r#"{"hops": [{"name": "a b", "embedded": true}]}"#,
+            "name `a b`",
+        ),
+        (
+            r#"{"hops": [{"name": "x", "embedded": true}, {"name": "x", "embedded": true}]}"#,
+            "earlier hop",
+        ),
+        (
+            r#"{"hops": [{"embedded": true, "flor": -1}]}"#,
+            "unknown field `flor`",
+        ),
+        (
+            r#"{"hops": [{"embedded": true}], "teacher": "carrier-pigeon:home"}"#,
+            "carrier-pigeon",
+        ),
+    ];
+    write(&dir, "cal.jsonl", "");
+    for (text, want) in cases {
+        let path = write(&dir, "bad.json", text);
+        let err = match cascade::load(&path) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("loaded: {text}"),
+        };
+        assert!(err.contains(want), "{text}: {err}");
+    }
+    assert!(load_err(&dir, "{not json").contains("bad.json"));
+
+    // A planner that knows only its own catalog cannot be a later hop of another catalog.
+    let fixed = dir.join("fixed");
+    std::fs::create_dir_all(&fixed).unwrap();
+    let default = Path::new(env!("CARGO_MANIFEST_DIR")).join("default");
+    std::fs::copy(
+        default.join("model.safetensors"),
+        fixed.join("model.safetensors"),
+    )
+    .unwrap();
+    let mut meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(default.join("planner.json")).unwrap())
+            .unwrap();
+    meta["tools_in_prompt"] = serde_json::json!(false);
+    meta["catalog"] = serde_json::json!([{"name": "say",
+        "parameters": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}]);
+    std::fs::write(fixed.join("planner.json"), meta.to_string()).unwrap();
+    let err = load_err(
+        &dir,
+        r#"{"hops": [{"name": "tiny", "embedded": true}, {"name": "fixed", "planner": "fixed"}]}"#,
+    );
+    assert!(
+        err.contains("hops[1] (fixed)") && err.contains("only its own catalog"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
