@@ -183,3 +183,151 @@ pub fn curve_svg(planner: &Planner, judged: &[Judged], title: &str) -> String {
     let s = scored(judged, planner.settings.confidence);
     crate::calibrate::curve_svg(&coverage_curve(&s), planner.settings.conf_floor, title)
 }
+
+/// One row of a cascade evaluation: a hop (or the teacher, or nobody) and the requests it
+/// answered.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct HopEval {
+    pub hop: String,
+    /// Requests that reached this hop (decoded by it; the teacher's: asked).
+    pub reached: usize,
+    pub answered: usize,
+    /// Answered, and equal to the reference.
+    pub correct: usize,
+    /// Answered, and not equal to the reference: the wrong plans this hop let out.
+    pub silent_wrong: usize,
+    /// Share of all requests this hop answered.
+    pub coverage: f64,
+    /// Correct among answered (1 when it answered none).
+    pub accuracy: f64,
+    /// Latency of the requests it answered (end to end, every hop before it included).
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+}
+
+/// A cascade on traces: per hop, and overall.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CascadeEval {
+    pub n: usize,
+    /// The model hops in order, then `teacher` when one answered anything.
+    pub hops: Vec<HopEval>,
+    /// Requests no hop and no teacher answered.
+    pub unanswered: usize,
+    /// Share answered by a model hop: the teacher calls saved against a teacher-only setup.
+    pub model_coverage: f64,
+    /// Wrong plans let out, by any hop or the teacher, over all requests.
+    pub silent_wrong_rate: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+}
+
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
+
+/// Plan every item through the whole cascade (teacher and harvest included) and judge the plan
+/// that came out against the reference.
+pub fn evaluate_cascade(
+    planner: &Planner,
+    items: &[Item],
+    mut progress: impl FnMut(usize, usize),
+) -> Result<CascadeEval, PlannerError> {
+    let names: Vec<String> = planner
+        .hops()
+        .iter()
+        .enumerate()
+        .map(|(i, h)| h.hop_name().map_or(format!("hop{}", i + 1), str::to_string))
+        .collect();
+    let mut rows: Vec<(HopEval, Vec<f64>)> = names
+        .iter()
+        .chain(std::iter::once(&"teacher".to_string()))
+        .map(|h| {
+            let row = HopEval {
+                hop: h.clone(),
+                ..Default::default()
+            };
+            (row, Vec::new())
+        })
+        .collect();
+    let has_teacher = planner.hops().last().is_some_and(|h| h.has_teacher());
+    let (mut all, mut unanswered, mut wrong) = (Vec::new(), 0, 0);
+    for (i, item) in items.iter().enumerate() {
+        let mut req = PlanRequest::new(item.request.clone());
+        req.catalog = item.catalog.clone();
+        let o = planner.plan_request(&req)?;
+        let ms = o.latency.as_secs_f64() * 1e3;
+        all.push(ms);
+        let reached = o.hops.len().max(1);
+        for row in rows.iter_mut().take(reached) {
+            row.0.reached += 1;
+        }
+        // A plain planner (no hop names) answers as the first and only hop.
+        let answered_by = match (&o.source, o.hop.as_deref()) {
+            (crate::planner::Source::Model, Some(h)) => names.iter().position(|n| n == h),
+            (crate::planner::Source::Model, None) => Some(0),
+            (crate::planner::Source::Teacher, _) => Some(names.len()),
+            (crate::planner::Source::None, _) => None,
+        };
+        let passed_every_hop = match o.hops.is_empty() {
+            true => o.escalated,
+            false => o.hops.len() == names.len() && o.hops.iter().all(|h| !h.accepted),
+        };
+        if passed_every_hop && has_teacher {
+            rows[names.len()].0.reached += 1;
+        }
+        match answered_by {
+            None => unanswered += 1,
+            Some(h) => {
+                let catalog = item.catalog.as_deref().unwrap_or(&planner.catalog);
+                let plan = Plan {
+                    calls: o.calls.clone(),
+                    spoken_text: None,
+                };
+                let ok = same_calls(catalog, &plan, &item.gold);
+                let row = &mut rows[h];
+                row.0.answered += 1;
+                row.0.correct += ok as usize;
+                row.0.silent_wrong += !ok as usize;
+                wrong += !ok as usize;
+                row.1.push(ms);
+            }
+        }
+        progress(i + 1, items.len());
+    }
+    let n = items.len();
+    let ratio = |a: usize, b: usize| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+    let mut hops = Vec::new();
+    for (mut row, mut lat) in rows {
+        if row.hop == "teacher" && row.reached == 0 {
+            continue;
+        }
+        lat.sort_by(f64::total_cmp);
+        row.coverage = ratio(row.answered, n);
+        row.accuracy = if row.answered == 0 {
+            1.0
+        } else {
+            ratio(row.correct, row.answered)
+        };
+        row.p50_ms = percentile(&lat, 0.5);
+        row.p99_ms = percentile(&lat, 0.99);
+        hops.push(row);
+    }
+    all.sort_by(f64::total_cmp);
+    let model_answered: usize = hops
+        .iter()
+        .filter(|h| h.hop != "teacher")
+        .map(|h| h.answered)
+        .sum();
+    Ok(CascadeEval {
+        n,
+        hops,
+        unanswered,
+        model_coverage: ratio(model_answered, n),
+        silent_wrong_rate: ratio(wrong, n),
+        p50_ms: percentile(&all, 0.5),
+        p99_ms: percentile(&all, 0.99),
+    })
+}

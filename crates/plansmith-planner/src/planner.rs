@@ -288,6 +288,11 @@ impl Planner {
         out
     }
 
+    /// Whether escalations end at a teacher here.
+    pub fn has_teacher(&self) -> bool {
+        self.teacher.is_some()
+    }
+
     /// The hop name, when this planner is part of a cascade.
     pub fn hop_name(&self) -> Option<&str> {
         self.hop.as_deref()

@@ -104,6 +104,45 @@ fn requests_go_hop_by_hop_then_to_the_teacher() {
         .collect();
     assert_eq!(counts, [(4, 1, 3), (3, 1, 2)]);
     assert_eq!(planner.hops()[1].counters().harvested_traces, 1);
+
+    // The same cascade evaluated on traces: per hop, the teacher, and overall. The teacher's
+    // answer for "zzzz qqq" is the reference; "click" is answered wrongly by the first hop
+    // against this made-up reference.
+    let traces = [
+        r#"{"request":"click the blue Submit button","calls":[{"name":"say","arguments":{"text":"no"}}]}"#,
+        r#"{"request":"open mail","calls":[{"name":"clarify","arguments":{"kind":"missing_value","question":"open mail"}}]}"#,
+        r#"{"request":"zzzz qqq","calls":[{"name":"say","arguments":{"text":"zzzz qqq"}}]}"#,
+        r#"{"request":"qqqq zzzz xxxx","calls":[]}"#,
+    ];
+    let traces: Vec<plansmith_core::Trace> = traces
+        .iter()
+        .map(|t| serde_json::from_str(t).unwrap())
+        .collect();
+    let items = plansmith_planner::eval::items(&traces).unwrap();
+    let r = plansmith_planner::eval::evaluate_cascade(&planner, &items, |_, _| {}).unwrap();
+    let rows: Vec<(&str, usize, usize, usize, usize)> = r
+        .hops
+        .iter()
+        .map(|h| {
+            (
+                h.hop.as_str(),
+                h.reached,
+                h.answered,
+                h.correct,
+                h.silent_wrong,
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("strict", 4, 1, 0, 1),
+            ("lenient", 3, 1, 1, 0),
+            ("teacher", 2, 1, 1, 0)
+        ]
+    );
+    assert_eq!((r.n, r.unanswered), (4, 1));
+    assert_eq!((r.model_coverage, r.silent_wrong_rate), (0.5, 0.25));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -66,6 +66,9 @@ pub fn run(command: EvalCommand) -> anyhow::Result<Outcome> {
 }
 
 fn traces(args: TracesArgs) -> anyhow::Result<Outcome> {
+    if args.model.cascade.is_some() {
+        return cascade_traces(args);
+    }
     let mut planner = super::plan::load_model(&args.model)?;
     if let Some(f) = args.floor {
         planner.set_floor(f);
@@ -150,5 +153,63 @@ fn traces(args: TracesArgs) -> anyhow::Result<Outcome> {
             summary.conf_floor, summary.p50_latency_ms
         );
     }
+    Ok(Outcome::Ok)
+}
+
+/// `eval traces --cascade`: every request through every hop (and the teacher), judged on the
+/// plan that came out; per hop and overall.
+fn cascade_traces(args: TracesArgs) -> anyhow::Result<Outcome> {
+    anyhow::ensure!(
+        args.floor.is_none() && !args.free,
+        "--floor and --free do not apply to a --cascade (floors are set per hop in its file)"
+    );
+    let planner = super::plan::load_model(&args.model)?;
+    let items = items(&read_traces(&args.data)?)?;
+    let bar = (!args.json).then(|| crate::progress::bar(items.len() as u64, "planning"));
+    let report = plansmith_planner::eval::evaluate_cascade(&planner, &items, |done, _| {
+        if let Some(b) = &bar {
+            b.set_position(done as u64);
+        }
+    })?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir)?;
+        write_atomic(
+            dir.join("report.json"),
+            serde_json::to_string_pretty(&report)?.as_bytes(),
+        )?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+        return Ok(Outcome::Ok);
+    }
+    println!(
+        "{:<12} {:>7} {:>8} {:>9} {:>9} {:>12} {:>9} {:>9}",
+        "hop", "reached", "answered", "coverage", "accuracy", "silent_wrong", "p50 ms", "p99 ms"
+    );
+    for h in &report.hops {
+        println!(
+            "{:<12} {:>7} {:>8} {:>9.4} {:>9.4} {:>12} {:>9.2} {:>9.2}",
+            h.hop,
+            h.reached,
+            h.answered,
+            h.coverage,
+            h.accuracy,
+            h.silent_wrong,
+            h.p50_ms,
+            h.p99_ms
+        );
+    }
+    println!(
+        "\n{} requests: {:.4} answered by a model hop (teacher calls saved), {} unanswered, silent wrong {:.4}, p50 {:.2} ms, p99 {:.2} ms",
+        report.n,
+        report.model_coverage,
+        report.unanswered,
+        report.silent_wrong_rate,
+        report.p50_ms,
+        report.p99_ms
+    );
     Ok(Outcome::Ok)
 }
