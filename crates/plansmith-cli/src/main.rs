@@ -37,6 +37,11 @@ enum Command {
     Validate(cmd::validate::ValidateArgs),
     /// Plan requests with a planner (the embedded default unless --planner is given).
     Plan(cmd::plan::PlanArgs),
+    /// Score a given plan for a request: the planner's log-probability of it against the
+    /// floor, and whether it is valid.
+    Score(cmd::score::ScoreArgs),
+    /// Draw plans for a request without the grammar, each validated and scored (seeded).
+    Sample(cmd::score::SampleArgs),
     /// Train a tiny planner from traces (or LoRA-tune a pretrained one): SFT, floor
     /// calibration, test report.
     Train(cmd::train::TrainArgs),
@@ -77,6 +82,8 @@ fn main() -> ExitCode {
         Command::Calibrate(a) => cmd::calibrate::run(a),
         Command::Validate(a) => cmd::validate::run(a),
         Command::Plan(a) => cmd::plan::run(a),
+        Command::Score(a) => cmd::score::score(a),
+        Command::Sample(a) => cmd::score::sample(a),
         Command::Train(a) => cmd::train::run(a),
         Command::Eval(c) => cmd::eval::run(c),
         Command::Data(c) => cmd::data::run(c),

@@ -353,3 +353,70 @@ fn train_reads_traces_as_it_goes() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `score` judges a given plan the way the gate would; `sample` draws plans (seeded), keeping
+/// invalid ones.
+#[test]
+fn score_and_sample_commands() {
+    let request = "click the Save button";
+    let good = "perform(action=click; target.type=ui_element; target.label=Save)";
+    let o = plansmith(&["score", "--request", request, "--json", good]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        (v["valid"].clone(), v["would_accept"].clone()),
+        (serde_json::json!(true), serde_json::json!(true)),
+        "{v}"
+    );
+    let o = plansmith(&[
+        "score",
+        "--request",
+        request,
+        "--json",
+        &good.replace("Save", "Cancel"),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(
+        v["violations"][0].as_str().unwrap().contains("Cancel"),
+        "{v}"
+    );
+    assert!(
+        v["score"].as_f64().unwrap() < -0.1,
+        "a value never said scores low: {v}"
+    );
+    let o = plansmith(&["score", "--request", request, "perform(action="]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cannot parse plan"), "{}", stderr(&o));
+
+    let args = [
+        "sample",
+        "-n",
+        "3",
+        "--seed",
+        "5",
+        "--temperature",
+        "2",
+        "--json",
+        "open safari",
+    ];
+    let o = plansmith(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let lines: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    for l in &lines {
+        assert_eq!(l["valid"].as_bool().unwrap(), l["score"].is_number(), "{l}");
+    }
+    assert_eq!(stdout(&plansmith(&args)), stdout(&o), "seeded");
+    for bad in [
+        &["sample", "-n", "0", "x"][..],
+        &["sample", "-n", "65", "x"],
+        &["sample", "--temperature", "-1", "x"],
+    ] {
+        let o = plansmith(bad);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", stderr(&o));
+    }
+}

@@ -57,6 +57,15 @@ pub struct Outcome {
     pub hops: Vec<HopReport>,
 }
 
+/// One draw of [`Planner::sample`]: its text, and its plan and score when it is valid.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Sample {
+    pub text: String,
+    pub plan: Option<Plan>,
+    pub score: Option<f32>,
+    pub violations: Vec<String>,
+}
+
 /// What one hop of a cascade made of a request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HopReport {
@@ -898,29 +907,59 @@ impl Planner {
         Ok((sum / ids.len() as f64) as f32)
     }
 
-    /// `n` unconstrained draws, each parsed, validated and scored; an invalid draw is
-    /// `(None, -inf)`. Sorted best first.
+    /// `n` unconstrained draws (seeded), each parsed, validated and, when valid, scored like
+    /// [`Planner::score`]. Invalid draws are kept, with their text and no score. Sorted best
+    /// first, invalid ones last in draw order.
     pub fn sample(
         &self,
         request: &str,
         n: usize,
         temperature: f32,
         seed: u64,
-    ) -> Result<Vec<(Option<Plan>, f32)>, PlannerError> {
+    ) -> Result<Vec<Sample>, PlannerError> {
         let mut sampler = Sampler::new(temperature, seed);
         let mut out = Vec::with_capacity(n);
         for _ in 0..n {
             let d = self.decode_free(request, None, &mut sampler)?;
-            if d.is_valid() {
-                let plan = d.plan.unwrap_or_default();
-                let s = self.score(request, &plan)?;
-                out.push((Some(plan), s));
-            } else {
-                out.push((None, f32::NEG_INFINITY));
-            }
+            let valid = d.is_valid();
+            let score = match (&d.plan, valid) {
+                (Some(plan), true) => Some(self.score(request, plan)?),
+                _ => None,
+            };
+            let mut violations = d.violations;
+            violations.extend(d.dead);
+            out.push(Sample {
+                text: d.text,
+                plan: d.plan.filter(|_| valid),
+                score,
+                violations,
+            });
         }
-        out.sort_by(|a, b| b.1.total_cmp(&a.1));
+        out.sort_by(|a, b| match (a.score, b.score) {
+            (Some(x), Some(y)) => y.total_cmp(&x),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => std::cmp::Ordering::Equal,
+        });
         Ok(out)
+    }
+
+    /// What validation says of `plan` for `request` against this planner's own catalog and
+    /// policy (empty when valid).
+    pub fn violations(&self, request: &str, plan: &Plan) -> Result<Vec<String>, PlannerError> {
+        let grammar_catalog = self.grammar_catalog(&self.catalog);
+        let validator = self.validator(&self.catalog_hash, &grammar_catalog)?;
+        let plan = if self.settings.tool_pointers {
+            pointers::to_pointers(plan, &self.catalog)
+        } else {
+            plan.clone()
+        };
+        let plan = validator.type_values(&plan);
+        Ok(validator
+            .validate(&plan, &self.settings.policy, Some(request))
+            .into_iter()
+            .map(|v| v.to_string())
+            .collect())
     }
 
     pub fn report(&self) -> Report {

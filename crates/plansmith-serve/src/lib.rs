@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod openai;
 pub mod params;
 pub mod pool;
+pub mod score;
 pub mod server;
 
 pub use error::{ApiError, ServeError};

@@ -15,7 +15,10 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use http_body_util::BodyExt;
 use plansmith_core::Catalog;
-use plansmith_planner::{GrammarError, Outcome, PlanRequest, Planner, PlannerError, Source};
+use plansmith_core::Plan;
+use plansmith_planner::{
+    GrammarError, Outcome, PlanRequest, Planner, PlannerError, Sample, Source,
+};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
@@ -67,7 +70,45 @@ impl Default for ServeConfig {
 /// client still sending its body sees the answer instead of a reset connection.
 const DRAIN_CAP: usize = 8 << 20;
 
-type Job = Result<Outcome, PlannerError>;
+/// What a worker is asked to do: plan, score a given plan, or draw plans.
+pub enum Task {
+    Plan(PlanRequest),
+    Score {
+        request: String,
+        plan: Plan,
+    },
+    Sample {
+        request: String,
+        n: usize,
+        temperature: f32,
+        seed: u64,
+    },
+}
+
+/// What it did.
+pub enum Done {
+    Plan(Outcome),
+    Score { score: f32, violations: Vec<String> },
+    Sample(Vec<Sample>),
+}
+
+type Job = Result<Done, PlannerError>;
+
+fn run_task(planner: &Planner, task: &Task) -> Job {
+    Ok(match task {
+        Task::Plan(req) => Done::Plan(planner.plan_request(req)?),
+        Task::Score { request, plan } => Done::Score {
+            violations: planner.violations(request, plan)?,
+            score: planner.score(request, plan)?,
+        },
+        Task::Sample {
+            request,
+            n,
+            temperature,
+            seed,
+        } => Done::Sample(planner.sample(request, *n, *temperature, *seed)?),
+    })
+}
 
 /// Everything the handlers share. The planner (and with it the grammar and prefix caches)
 /// is one, shared by all workers.
@@ -75,7 +116,7 @@ pub struct AppState {
     planner: Arc<Planner>,
     config: ServeConfig,
     catalog: Arc<Catalog>,
-    pool: Pool<PlanRequest, Job>,
+    pool: Pool<Task, Job>,
     metrics: Metrics,
     next_id: AtomicU64,
 }
@@ -95,7 +136,7 @@ impl AppState {
             .check_catalog(Some(&catalog))
             .map_err(|e| ServeError::Config(e.to_string()))?;
         let p = planner.clone();
-        let work: Work<PlanRequest, Job> = Arc::new(move |req: &PlanRequest| p.plan_request(req));
+        let work: Work<Task, Job> = Arc::new(move |task: &Task| run_task(&p, task));
         let pool = Pool::new(config.workers, config.queue, work)?;
         Ok(Arc::new(AppState {
             planner,
@@ -167,8 +208,22 @@ impl AppState {
         req: PlanRequest,
         request_had_tools: bool,
     ) -> Result<(Outcome, Duration), ApiError> {
+        match self.run(Task::Plan(req), request_had_tools).await? {
+            (Done::Plan(o), waited) => Ok((o, waited)),
+            _ => Err(ApiError::internal(
+                "a worker answered a plan with something else",
+            )),
+        }
+    }
+
+    /// Run one task on a worker, within the timeout.
+    pub(crate) async fn run(
+        &self,
+        task: Task,
+        request_had_tools: bool,
+    ) -> Result<(Done, Duration), ApiError> {
         let start = std::time::Instant::now();
-        let ticket = self.pool.submit(req).map_err(|e| match e {
+        let ticket = self.pool.submit(task).map_err(|e| match e {
             SubmitError::Full => ApiError::queue_full(self.pool.capacity()),
             SubmitError::Closed => ApiError::unavailable("the server is shutting down"),
         })?;
@@ -187,7 +242,7 @@ impl AppState {
         };
         match done.output {
             Err(panic) => Err(ApiError::internal(panic)),
-            Ok(Ok(outcome)) => Ok((outcome, done.waited)),
+            Ok(Ok(done_task)) => Ok((done_task, done.waited)),
             Ok(Err(PlannerError::Grammar(GrammarError::UnknownTool(name)))) => {
                 Err(ApiError::invalid(
                     "tool_choice",
@@ -226,6 +281,8 @@ pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(chat_completions))
         .route("/v1/plan", post(plan))
+        .route("/v1/score", post(crate::score::score))
+        .route("/v1/sample", post(crate::score::sample))
         .route("/v1/models", get(models))
         .route("/v1/models/{id}", get(model))
         .route("/health", get(health))
@@ -285,7 +342,7 @@ async fn method_not_allowed() -> ApiError {
 }
 
 /// The body, at most `max_body` bytes; a larger one is drained (up to a cap) and refused.
-async fn read_body(st: &AppState, req: Request) -> Result<Bytes, ApiError> {
+pub(crate) async fn read_body(st: &AppState, req: Request) -> Result<Bytes, ApiError> {
     let limit = st.config.max_body;
     let declared = req
         .headers()

@@ -810,3 +810,121 @@ async fn a_cascade_reports_every_hop_and_counts_them() {
     server.shutdown().await.unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `/v1/score` and `/v1/sample` run on the workers like `/v1/plan`: the planner's own plan
+/// scores as valid, a tampered one does not, draws come back best first with invalid ones kept,
+/// and bad input is a 400 naming the field.
+#[tokio::test]
+async fn score_and_sample_routes() {
+    let server = start(|_| {}).await;
+    let mut c = Client::new(server.addr);
+    let request = "what is the weather in Paris";
+    let v = c
+        .post_json("/v1/plan", &json!({"request": request}))
+        .await
+        .unwrap()
+        .json();
+    let calls = v["calls"].clone();
+    assert!(!calls.as_array().unwrap().is_empty(), "{v}");
+    let r = c
+        .post_json("/v1/score", &json!({"request": request, "calls": calls}))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    let s = r.json();
+    assert_eq!(s["valid"], true, "{s}");
+    let score = s["score"].as_f64().unwrap();
+    assert!(score <= 0.0 && score > -5.0, "{s}");
+    assert!(
+        s["floor"].is_number() && s["would_accept"].is_boolean(),
+        "{s}"
+    );
+    // The same call with a value the request never said: invalid under the copy policy.
+    let mut tampered = calls.clone();
+    let args = tampered[0]["arguments"].as_object_mut().unwrap();
+    let key = args.keys().next().unwrap().clone();
+    args.insert(key, json!("Atlantis"));
+    let s = c
+        .post_json("/v1/score", &json!({"request": request, "calls": tampered}))
+        .await
+        .unwrap()
+        .json();
+    assert_eq!(
+        (s["valid"].clone(), s["would_accept"].clone()),
+        (json!(false), json!(false)),
+        "{s}"
+    );
+    assert!(!s["violations"].as_array().unwrap().is_empty(), "{s}");
+
+    let r = c
+        .post_json(
+            "/v1/sample",
+            &json!({"request": request, "n": 3, "seed": 7, "temperature": 1.5}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    let samples = r.json()["samples"].as_array().unwrap().clone();
+    assert_eq!(samples.len(), 3);
+    let scores: Vec<Option<f64>> = samples.iter().map(|s| s["score"].as_f64()).collect();
+    for (s, score) in samples.iter().zip(&scores) {
+        assert_eq!(s["valid"].as_bool().unwrap(), score.is_some(), "{s}");
+        assert!(s["text"].is_string(), "{s}");
+    }
+    // Best first, invalid ones last.
+    let valid: Vec<f64> = scores.iter().map_while(|s| *s).collect();
+    assert!(valid.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+    assert!(
+        scores[valid.len()..].iter().all(Option::is_none),
+        "{scores:?}"
+    );
+    // Seeded: the same request draws the same samples.
+    let again = c
+        .post_json(
+            "/v1/sample",
+            &json!({"request": request, "n": 3, "seed": 7, "temperature": 1.5}),
+        )
+        .await
+        .unwrap()
+        .json();
+    assert_eq!(again["samples"], json!(samples));
+
+    for (route, body, param) in [
+        ("/v1/score", json!({"calls": calls}), "request"),
+        ("/v1/score", json!({"request": request}), "calls"),
+        (
+            "/v1/score",
+            json!({"request": request, "calls": calls, "plan": "x()"}),
+            "plan",
+        ),
+        (
+            "/v1/score",
+            json!({"request": request, "calls": [{"nom": 1}]}),
+            "calls",
+        ),
+        (
+            "/v1/score",
+            json!({"request": request, "plan": "(("}),
+            "plan",
+        ),
+        (
+            "/v1/score",
+            json!({"request": request, "calls": calls, "tools": []}),
+            "tools",
+        ),
+        ("/v1/sample", json!({"request": request, "n": 0}), "n"),
+        ("/v1/sample", json!({"request": request, "n": 65}), "n"),
+        (
+            "/v1/sample",
+            json!({"request": request, "temperature": -1}),
+            "temperature",
+        ),
+        ("/v1/sample", json!({"request": "  "}), "request"),
+    ] {
+        let r = c.post_json(route, &body).await.unwrap();
+        assert_eq!(r.status, 400, "{route} {body}: {}", r.text());
+        assert_eq!(error_of(&r)["param"], param, "{route} {body}: {}", r.text());
+    }
+    healthy(&mut c).await;
+    server.shutdown().await.unwrap();
+}

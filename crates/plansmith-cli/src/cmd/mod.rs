@@ -9,6 +9,7 @@ pub mod eval;
 pub mod grammar;
 pub mod plan;
 pub mod render;
+pub mod score;
 pub mod serve;
 pub mod train;
 pub mod validate;
