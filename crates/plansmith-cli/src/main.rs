@@ -44,7 +44,7 @@ enum Command {
     Sample(cmd::score::SampleArgs),
     /// Train a tiny planner from traces (or LoRA-tune a pretrained one): SFT, floor
     /// calibration, test report.
-    Train(cmd::train::TrainArgs),
+    Train(Box<cmd::train::TrainArgs>),
     /// Refit a planner's confidence floor on calibration traces and re-measure it on test
     /// traces, without retraining.
     Calibrate(cmd::calibrate::CalibrateArgs),
@@ -84,7 +84,7 @@ fn main() -> ExitCode {
         Command::Plan(a) => cmd::plan::run(a),
         Command::Score(a) => cmd::score::score(a),
         Command::Sample(a) => cmd::score::sample(a),
-        Command::Train(a) => cmd::train::run(a),
+        Command::Train(a) => cmd::train::run(*a),
         Command::Eval(c) => cmd::eval::run(c),
         Command::Data(c) => cmd::data::run(c),
         Command::Serve(a) => cmd::serve::run(a),

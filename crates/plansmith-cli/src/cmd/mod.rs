@@ -4,6 +4,7 @@ pub mod bench_serve;
 pub mod bfcl;
 pub mod calibrate;
 pub mod catalog;
+pub mod continue_train;
 pub mod data;
 pub mod eval;
 pub mod grammar;

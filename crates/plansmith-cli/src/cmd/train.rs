@@ -12,14 +12,16 @@ use crate::Outcome;
 #[derive(Args)]
 pub struct TrainArgs {
     /// Training traces (JSONL); repeat to combine, e.g. --data train.jsonl --data harvest.jsonl.
-    #[arg(long, required = true)]
+    /// With --continue: the old data a replay sample is drawn from (optional).
+    #[arg(long, required_unless_present = "continue_from")]
     data: Vec<PathBuf>,
     /// The catalog the planner plans against (traces may carry their own `tools`).
-    #[arg(long)]
-    tools: PathBuf,
-    /// Output planner directory (written atomically).
-    #[arg(long)]
-    out: PathBuf,
+    #[arg(long, required_unless_present = "continue_from")]
+    tools: Option<PathBuf>,
+    /// Output planner directory (written atomically). With --continue: where the retrained
+    /// planner goes (default: replace the continued one).
+    #[arg(long, required_unless_present = "continue_from")]
+    out: Option<PathBuf>,
     /// Calibration traces for the confidence floor (default: 10% split off --data).
     #[arg(long)]
     calibration: Option<PathBuf>,
@@ -87,6 +89,26 @@ pub struct TrainArgs {
     /// Continue training from this planner's weights and codec (e.g. after harvesting).
     #[arg(long, conflicts_with = "base")]
     init: Option<PathBuf>,
+    /// Retrain this tiny planner on --harvest (what its teacher answered, repeated
+    /// --harvest-copies times) plus --replay traces sampled from --data, recalibrate it on
+    /// --calibration, and compare old and new on every --check set: the new planner replaces
+    /// the old one (atomically) only if it is not worse on any (agreement no lower, no more
+    /// silent wrong); otherwise it is saved beside it as `<name>.rejected` and the exit code
+    /// is 1. Settings, codec and catalog are the old planner's.
+    #[arg(long = "continue", value_name = "PLANNER", conflicts_with_all = ["init", "base", "tools"], requires_all = ["harvest", "calibration"])]
+    continue_from: Option<PathBuf>,
+    /// With --continue: the harvested traces (teacher answers) to learn.
+    #[arg(long, value_name = "FILE", requires = "continue_from")]
+    harvest: Option<PathBuf>,
+    /// With --continue: how many traces of --data to replay beside the harvest.
+    #[arg(long, default_value_t = 2000, requires = "continue_from")]
+    replay: usize,
+    /// With --continue: how many times each harvested trace is repeated in the mix.
+    #[arg(long, default_value_t = 3, requires = "continue_from")]
+    harvest_copies: usize,
+    /// With --continue: traces (with reference plans) the old and new planner are compared on.
+    #[arg(long, value_name = "FILE", requires = "continue_from")]
+    check: Vec<PathBuf>,
     /// LoRA-tune a pretrained model instead of training a tiny one: a Llama-family `.gguf`
     /// file or Hugging Face directory. The output directory references it and holds the
     /// adapter (PEFT layout) in `adapter/`.
@@ -134,8 +156,42 @@ pub struct TrainArgs {
     quiet: bool,
 }
 
+impl TrainArgs {
+    fn out(&self) -> &std::path::Path {
+        self.out
+            .as_deref()
+            .expect("clap requires --out without --continue")
+    }
+}
+
 pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
-    let catalog = super::catalog::load(&args.tools)?;
+    if let Some(planner) = &args.continue_from {
+        return super::continue_train::run(super::continue_train::Continue {
+            planner,
+            harvest: args.harvest.as_deref().expect("clap requires --harvest"),
+            data: &args.data,
+            replay: args.replay,
+            harvest_copies: args.harvest_copies,
+            calibration: args
+                .calibration
+                .as_deref()
+                .expect("clap requires --calibration"),
+            check: &args.check,
+            floor: args.floor.rule()?,
+            epochs: args.epochs,
+            lr: args.lr,
+            batch_size: args.batch_size,
+            seed: args.seed,
+            out: args.out.as_deref(),
+            json: args.json,
+            quiet: args.quiet,
+        });
+    }
+    let tools = args
+        .tools
+        .as_ref()
+        .expect("clap requires --tools without --continue");
+    let catalog = super::catalog::load(tools)?;
     let files = TraceFiles {
         data: args.data.clone(),
         calibration: args.calibration.clone(),
@@ -227,10 +283,10 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    trained.planner.save(&args.out)?;
+    trained.planner.save(args.out())?;
     let meta = &trained.planner.meta;
     let report = serde_json::json!({
-        "out": args.out,
+        "out": args.out(),
         "conf_floor": trained.planner.settings.conf_floor,
         "floor_fit": meta.floor_fit,
         "calibration": meta.calibration,
@@ -240,7 +296,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
     if args.json {
         println!("{report}");
     } else {
-        println!("saved planner to {}", args.out.display());
+        println!("saved planner to {}", args.out().display());
         println!(
             "trained {} steps in {:.0}s ({:.0} tokens/s), final loss {:.4}",
             trained.report.steps,
@@ -286,9 +342,9 @@ fn train_lora(
         }
     }
     let checkpoint_dir = args.resume.clone().unwrap_or_else(|| {
-        let mut name = args.out.file_name().unwrap_or_default().to_os_string();
+        let mut name = args.out().file_name().unwrap_or_default().to_os_string();
         name.push(".checkpoint");
-        args.out.with_file_name(name)
+        args.out().with_file_name(name)
     });
     let spec = plansmith_planner::lora_train::LoraSpec {
         base: base.to_path_buf(),
@@ -329,7 +385,7 @@ fn train_lora(
         &splits,
         catalog,
         &spec,
-        &args.out,
+        args.out(),
         &stop,
         |p| {
             if let Some(b) = &bar {
@@ -367,15 +423,15 @@ fn train_lora(
         summary["losses"] = serde_json::Value::Null;
         println!(
             "{}",
-            serde_json::json!({"out": args.out, "conf_floor": planner.settings.conf_floor,
+            serde_json::json!({"out": args.out(), "conf_floor": planner.settings.conf_floor,
                 "floor_fit": meta.floor_fit,
                 "calibration": meta.calibration, "test": meta.test, "lora": summary})
         );
     } else {
         println!(
             "saved planner to {} (adapter in {}/adapter)",
-            args.out.display(),
-            args.out.display()
+            args.out().display(),
+            args.out().display()
         );
         println!(
             "{} steps of {} on {} examples in {:.0}s ({:.0} tokens/s), loss {:.4} -> {:.4}{}",

@@ -1,0 +1,269 @@
+//! The whole cascade path as a user runs it: a tiny planner misses, the pretrained model
+//! (SmolLM2 from `scripts/assets.sh`) misses, a real HTTP teacher (an OpenAI-compatible stub
+//! started here) answers and the answer is harvested; `train --continue` retrains the tiny hop
+//! on the harvest, and the retrained hop then answers that request itself.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn plansmith(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_plansmith"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .output()
+        .expect("run plansmith")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// An OpenAI-compatible chat endpoint that answers every request with one tool call.
+fn teacher_stub(name: &str, arguments: &str) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let body = serde_json::json!({
+        "id": "stub", "object": "chat.completion", "created": 0, "model": "stub",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": null,
+            "tool_calls": [{"id": "call_0", "type": "function",
+                            "function": {"name": name, "arguments": arguments}}]}}]
+    })
+    .to_string();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut len = 0usize;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut sink = vec![0u8; len];
+            let _ = reader.read_exact(&mut sink);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    url
+}
+
+fn json_line(o: &Output) -> serde_json::Value {
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    serde_json::from_str(text(&o.stdout).lines().last().unwrap()).unwrap()
+}
+
+#[test]
+fn tiny_miss_pretrained_miss_teacher_harvest_retrain_then_the_tiny_hop_answers() {
+    let dir = std::env::temp_dir().join(format!("plansmith-cascade-cli-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = |p: &str| dir.join(p).to_string_lossy().into_owned();
+
+    // The tiny hop: a copy of the embedded planner, so retraining cannot touch the original.
+    let tiny = d("tiny");
+    std::fs::create_dir_all(&tiny).unwrap();
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plansmith-planner/default");
+    for f in ["planner.json", "model.safetensors"] {
+        std::fs::copy(shipped.join(f), dir.join("tiny").join(f)).unwrap();
+    }
+    // Generated Pace requests to replay and to recalibrate on.
+    let data = d("data");
+    let o = plansmith(&["data", "pace", "--n", "600", "--seed", "4", "--out", &data]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let train = d("data/train.jsonl");
+    let cal = d("data/calibration.jsonl");
+
+    // A request unlike any Pace phrasing (the embedded planner's confidence on it is about
+    // -0.002), and what the teacher says it means.
+    let request = "kindly summon the quarterly budget spreadsheet onto my screen";
+    let arguments = r#"{"target":{"type":"file","label":"quarterly budget spreadsheet"}}"#;
+    let url = teacher_stub("open", arguments);
+    let harvest = d("harvest.jsonl");
+    let cascade = d("cascade.json");
+    std::fs::write(
+        &cascade,
+        serde_json::json!({
+            "hops": [
+                {"name": "tiny", "planner": tiny, "floor": -0.001},
+                // A floor above every confidence: this hop always passes the request on.
+                {"name": "smollm2", "gguf": Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/smollm2.gguf"), "floor": 1.0}
+            ],
+            "teacher": format!("openai:{url}#stub"),
+            "harvest": harvest,
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let before = json_line(&plansmith(&[
+        "plan",
+        "--cascade",
+        &cascade,
+        "--json",
+        request,
+    ]));
+    assert_eq!(before["source"], "teacher", "{before}");
+    assert_eq!(before["hop"], "teacher", "{before}");
+    let hops = before["hops"].as_array().unwrap();
+    assert_eq!(hops.len(), 2, "{before}");
+    assert!(hops.iter().all(|h| h["accepted"] == false), "{before}");
+    assert_eq!(before["calls"][0]["name"], "open", "{before}");
+    let harvested = std::fs::read_to_string(&harvest).unwrap();
+    assert_eq!(harvested.lines().count(), 1, "{harvested}");
+    assert!(harvested.contains(request), "{harvested}");
+
+    // A retrained planner worse on a check set does not replace the old one: against a check
+    // whose reference is what the old planner says, learning the teacher's answer is worse.
+    let old_says = d("old-says.jsonl");
+    std::fs::write(
+        &old_says,
+        serde_json::json!({"request": request, "calls": [{"name": "query",
+            "arguments": {"source": "current_screen", "mode": "summarize"}}]})
+        .to_string(),
+    )
+    .unwrap();
+    let manifest = std::fs::read(dir.join("tiny/planner.json")).unwrap();
+    let o = plansmith(&[
+        "train",
+        "--continue",
+        &tiny,
+        "--harvest",
+        &harvest,
+        "--data",
+        &train,
+        "--replay",
+        "300",
+        "--harvest-copies",
+        "40",
+        "--epochs",
+        "2",
+        "--calibration",
+        &cal,
+        "--check",
+        &old_says,
+        "--target-precision",
+        "1",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let report: serde_json::Value = serde_json::from_str(&text(&o.stdout)).unwrap();
+    assert_eq!(report["replaced"], false, "{report}");
+    assert_eq!(report["checks"][0]["agreement_before"], 1.0, "{report}");
+    assert_eq!(
+        std::fs::read(dir.join("tiny/planner.json")).unwrap(),
+        manifest,
+        "unchanged"
+    );
+    assert!(dir.join("tiny.rejected/planner.json").is_file());
+
+    // Retrain the tiny hop on the harvest (and a replay of its old data), checked on the
+    // harvest itself: the old planner gets it wrong, so the new one must not be worse.
+    let report = json_line(&plansmith(&[
+        "train",
+        "--continue",
+        &tiny,
+        "--harvest",
+        &harvest,
+        "--data",
+        &train,
+        "--replay",
+        "300",
+        "--harvest-copies",
+        "40",
+        "--epochs",
+        "3",
+        "--calibration",
+        &cal,
+        "--check",
+        &harvest,
+        "--target-precision",
+        "1",
+        "--json",
+    ]));
+    assert_eq!(report["replaced"], true, "{report}");
+    let check = &report["checks"][0];
+    assert_eq!(
+        (
+            check["agreement_before"].clone(),
+            check["agreement_after"].clone()
+        ),
+        (serde_json::json!(0.0), serde_json::json!(1.0)),
+        "{report}"
+    );
+
+    let after = json_line(&plansmith(&[
+        "plan",
+        "--cascade",
+        &cascade,
+        "--json",
+        request,
+    ]));
+    assert_eq!(
+        (after["source"].clone(), after["hop"].clone()),
+        (serde_json::json!("model"), serde_json::json!("tiny")),
+        "{after}"
+    );
+    assert_eq!(after["calls"], before["calls"], "{after}");
+    assert_eq!(
+        std::fs::read_to_string(&harvest).unwrap().lines().count(),
+        1,
+        "no new harvest"
+    );
+    // What --continue refuses: no check set, a planner that is not there, no --harvest.
+    for (args, want) in [
+        (
+            vec![
+                "--continue",
+                &tiny,
+                "--harvest",
+                &harvest,
+                "--calibration",
+                &cal,
+            ],
+            "--check",
+        ),
+        (
+            vec![
+                "--continue",
+                "nowhere",
+                "--harvest",
+                &harvest,
+                "--calibration",
+                &cal,
+                "--check",
+                &harvest,
+            ],
+            "nowhere",
+        ),
+        (
+            vec![
+                "--continue",
+                &tiny,
+                "--calibration",
+                &cal,
+                "--check",
+                &harvest,
+            ],
+            "--harvest",
+        ),
+    ] {
+        let o = plansmith(&[&["train"][..], &args].concat());
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains(want),
+            "{args:?}: {}",
+            text(&o.stderr)
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
