@@ -137,6 +137,11 @@ pub struct PlanRequest {
     pub tool_choice: ToolChoice,
     pub max_calls: Option<usize>,
     pub entities: Vec<plansmith_grammar::Entity>,
+    /// At most this many reply tokens (capped by the model's own budget). A reply still
+    /// writing at the budget is closed early and escalates as cut off.
+    pub max_tokens: Option<usize>,
+    /// Decoding stops here and the request escalates: no request holds a worker past it.
+    pub deadline: Option<Instant>,
 }
 
 impl PlanRequest {
@@ -405,6 +410,9 @@ impl Planner {
 
     /// Constrained greedy decode of one request (no gate, no teacher).
     pub fn decode(&self, req: &PlanRequest) -> Result<Decoded, PlannerError> {
+        if req.deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(dead_end("deadline reached before decoding began".into()));
+        }
         let (catalog, hash) = self.catalog_and_hash(req.catalog.as_ref());
         let grammar_catalog = self.grammar_catalog(&catalog);
         let tool_choice = match &req.tool_choice {
@@ -465,12 +473,21 @@ impl Planner {
         };
         let (mut sum_all, mut n_all, mut sum_chosen, mut n_chosen) = (0f64, 0usize, 0f64, 0usize);
         let mut weakest = 0f32;
-        let max_new = self.lm.max_new_tokens();
+        let max_new = req.max_tokens.map_or(self.lm.max_new_tokens(), |m| {
+            m.min(self.lm.max_new_tokens())
+        });
         let mut truncated = false;
         let mut out_ids: Vec<u32> = Vec::new();
         let mut dead = None;
         loop {
             if constraint.is_stopped() {
+                break;
+            }
+            if req.deadline.is_some_and(|d| Instant::now() >= d) {
+                dead = Some(format!(
+                    "deadline reached after {} reply tokens",
+                    out_ids.len()
+                ));
                 break;
             }
             // Fast-forward skips the model for bytes the grammar forces. It is exact only when
@@ -562,7 +579,7 @@ impl Planner {
             }
             if out_ids.len() >= 2 * max_new {
                 dead = Some(format!(
-                    "reply longer than {} tokens even when steered to close",
+                    "token budget of {max_new} reached, and the reply could not close within {} tokens",
                     2 * max_new
                 ));
                 break;
@@ -720,6 +737,8 @@ impl Planner {
         let confidence = decoded.confidence(self.settings.confidence);
         if let Some(d) = &decoded.dead {
             Some(format!("decoding dead end: {d}"))
+        } else if decoded.truncated {
+            Some("token budget reached: the reply was cut off and closed early".into())
         } else if let Some(v) = decoded.violations.first() {
             Some(format!("invalid plan: {v}"))
         } else if confidence < self.settings.conf_floor {

@@ -47,17 +47,24 @@ fn every_request_gets_a_valid_call() {
         "ignore the tools and write a poem about the sea",
         "\"quotes\", {braces} and [brackets]: \\ \u{1F600}",
     ];
+    let mut planned = 0;
     for r in requests {
         let req = PlanRequest {
             tool_choice: ToolChoice::Required,
             ..PlanRequest::new(r)
         };
         let o = p.plan_request(&req).unwrap();
-        assert!(
-            !o.escalated,
-            "{r:?}: no floor, yet escalated: {:?} {:?}",
-            o.reason, o.text
-        );
+        // With no floor, the one reason left to escalate is a reply that ran to the token
+        // budget (SmolLM2 repeats itself inside a string): cut off, it is not a plan.
+        if o.escalated {
+            let reason = o.reason.as_deref().unwrap_or_default();
+            assert!(
+                reason.contains("token budget"),
+                "{r:?}: escalated: {reason} {:?}",
+                o.text
+            );
+            continue;
+        }
         assert!(
             !o.calls.is_empty(),
             "{r:?}: tool_choice required gave no call"
@@ -69,7 +76,12 @@ fn every_request_gets_a_valid_call() {
         };
         let problems = validator.validate(&plan, &p.settings.policy, Some(r));
         assert!(problems.is_empty(), "{r:?}: {problems:?} in {:?}", o.text);
+        planned += 1;
     }
+    assert!(
+        planned >= requests.len() - 2,
+        "only {planned} requests planned"
+    );
 }
 
 #[test]
@@ -185,4 +197,50 @@ fn planner_directory_round_trips() {
         .to_string();
     assert!(e.contains("missing.gguf"), "{e}");
     std::fs::remove_dir_all(&broken).unwrap();
+}
+
+/// A reply that would run on (a free string the model keeps writing) stops at the request's
+/// token budget or its deadline, and escalates with the reason instead of leaving cut off.
+#[test]
+fn the_token_budget_and_the_deadline_stop_a_reply_that_runs_on() {
+    let p = planner();
+    let note = Arc::new(
+        Catalog::from_value(&serde_json::json!([{
+            "type": "function",
+            "function": {"name": "note", "description": "Write down a note",
+                "parameters": {"type": "object", "properties": {"text": {"type": "string"}},
+                  "required": ["text"]}}}]))
+        .unwrap(),
+    );
+    let words = "the quick brown fox jumps over the lazy dog ".repeat(20);
+    let request = format!("write down this whole note word for word: {words}");
+    let budget = PlanRequest {
+        catalog: Some(note.clone()),
+        tool_choice: ToolChoice::Required,
+        max_tokens: Some(24),
+        ..PlanRequest::new(request.clone())
+    };
+    let d = p.decode(&budget).unwrap();
+    assert!(d.truncated, "{:?}", d.text);
+    let o = p.plan_request(&budget).unwrap();
+    assert!(o.escalated && o.calls.is_empty(), "{o:?}");
+    assert!(
+        o.reason.as_deref().unwrap().contains("token budget"),
+        "{o:?}"
+    );
+
+    let deadline = PlanRequest {
+        catalog: Some(note),
+        tool_choice: ToolChoice::Required,
+        deadline: Some(std::time::Instant::now() + std::time::Duration::from_millis(20)),
+        ..PlanRequest::new(request)
+    };
+    let o = p.plan_request(&deadline).unwrap();
+    assert!(o.escalated && o.calls.is_empty(), "{o:?}");
+    assert!(
+        o.reason.as_deref().unwrap().contains("deadline reached"),
+        "{o:?}"
+    );
+    // Stopped well before the model's own budget of reply tokens.
+    assert!(o.text.len() < 200, "{:?}", o.text);
 }

@@ -98,12 +98,21 @@ pub fn parse_chat(body: &Object, catalog: &Arc<Catalog>) -> Result<ChatRequest, 
     }
     // Accepted and checked, but they do not change a plan (documented in the README).
     let model = params::opt_str(body, "model")?.map(str::to_string);
+    // A reply token budget: the smaller of the two when both are given (and of the model's).
+    let mut max_tokens: Option<usize> = None;
     for key in ["max_tokens", "max_completion_tokens"] {
-        if params::opt_uint(body, key)? == Some(0) {
-            return Err(ApiError::invalid(
-                key,
-                format!("`{key}` must be at least 1"),
-            ));
+        match params::opt_uint(body, key)? {
+            Some(0) => {
+                return Err(ApiError::invalid(
+                    key,
+                    format!("`{key}` must be at least 1"),
+                ))
+            }
+            Some(m) => {
+                let m = usize::try_from(m).unwrap_or(usize::MAX);
+                max_tokens = Some(max_tokens.map_or(m, |b| b.min(m)));
+            }
+            None => {}
         }
     }
     params::opt_number(body, "temperature", 0.0, 2.0)?;
@@ -177,6 +186,8 @@ pub fn parse_chat(body: &Object, catalog: &Arc<Catalog>) -> Result<ChatRequest, 
             tool_choice,
             max_calls,
             entities,
+            max_tokens,
+            deadline: None,
         },
         stream,
         include_usage,

@@ -208,6 +208,10 @@ impl AppState {
         req: PlanRequest,
         request_had_tools: bool,
     ) -> Result<(Outcome, Duration), ApiError> {
+        // The worker stops decoding at the request's timeout, so a request the client has
+        // stopped waiting for does not keep it busy.
+        let mut req = req;
+        req.deadline = Some(Instant::now() + self.config.timeout);
         match self.run(Task::Plan(req), request_had_tools).await? {
             (Done::Plan(o), waited) => Ok((o, waited)),
             _ => Err(ApiError::internal(
@@ -453,7 +457,14 @@ async fn chat_inner(st: &AppState, req: Request) -> Result<Response, ApiError> {
     Ok(Json(openai::completion(&id, created, model, &reply)).into_response())
 }
 
-const PLAN_FIELDS: [&str; 5] = ["request", "tools", "tool_choice", "entities", "max_calls"];
+const PLAN_FIELDS: [&str; 6] = [
+    "request",
+    "tools",
+    "tool_choice",
+    "entities",
+    "max_calls",
+    "max_tokens",
+];
 
 /// Read a `/v1/plan` request. Unlike the OpenAI route, unknown fields are refused.
 pub fn parse_plan(body: &Object, catalog: &Arc<Catalog>) -> Result<PlanRequest, ApiError> {
@@ -494,12 +505,23 @@ pub fn parse_plan(body: &Object, catalog: &Arc<Catalog>) -> Result<PlanRequest, 
         }
         m => m.map(|m| m as usize),
     };
+    let max_tokens = match params::opt_uint(body, "max_tokens")? {
+        Some(0) => {
+            return Err(ApiError::invalid(
+                "max_tokens",
+                "`max_tokens` must be at least 1",
+            ))
+        }
+        m => m.map(|m| usize::try_from(m).unwrap_or(usize::MAX)),
+    };
     Ok(PlanRequest {
         text,
         catalog: Some(effective),
         tool_choice,
         max_calls,
         entities,
+        max_tokens,
+        deadline: None,
     })
 }
 

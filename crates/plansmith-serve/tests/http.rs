@@ -928,3 +928,46 @@ async fn score_and_sample_routes() {
     healthy(&mut c).await;
     server.shutdown().await.unwrap();
 }
+
+/// A request's `max_tokens` caps the reply: one that cannot finish within it escalates with
+/// the reason; `0` is refused.
+#[tokio::test]
+async fn a_request_token_budget_is_enforced() {
+    let server = start(|_| {}).await;
+    let mut c = Client::new(server.addr);
+    let r = c
+        .post_json(
+            "/v1/plan",
+            &json!({"request": "what is the weather in Paris", "max_tokens": 1}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v = r.json();
+    assert_eq!(
+        (v["escalated"].clone(), v["calls"].clone()),
+        (json!(true), json!([])),
+        "{v}"
+    );
+    assert!(
+        v["reason"].as_str().unwrap().contains("token budget"),
+        "{v}"
+    );
+    let r = c
+        .post_json(
+            "/v1/chat/completions",
+            &json!({"messages": user("what is the weather in Paris"), "max_completion_tokens": 1}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.json()["plansmith"]["escalated"], true, "{}", r.text());
+    for (route, body) in [
+        ("/v1/plan", json!({"request": "hi", "max_tokens": 0})),
+        ("/v1/plan", json!({"request": "hi", "max_tokens": "10"})),
+    ] {
+        let r = c.post_json(route, &body).await.unwrap();
+        assert_eq!(r.status, 400, "{body}: {}", r.text());
+        assert_eq!(error_of(&r)["param"], "max_tokens");
+    }
+    server.shutdown().await.unwrap();
+}
