@@ -165,9 +165,6 @@ pub struct Counters {
     /// Requests whose plan this planner's own model gave (not escalated).
     #[serde(default)]
     pub answered: u64,
-    /// Time spent in this planner's own decode and gate, over every request (seconds).
-    #[serde(default)]
-    pub decode_seconds: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -764,10 +761,7 @@ impl Planner {
         let confidence = decoded.confidence(self.settings.confidence);
         let reason = self.gate(&decoded);
         let own_time = start.elapsed();
-        self.bump(|c| {
-            c.requests += 1;
-            c.decode_seconds += own_time.as_secs_f64();
-        });
+        self.bump(|c| c.requests += 1);
         let hops: Vec<HopReport> = self
             .hop
             .iter()

@@ -45,6 +45,8 @@ struct Histogram {
 struct Inner {
     requests: BTreeMap<(&'static str, u16), u64>,
     latency: BTreeMap<&'static str, Histogram>,
+    /// Decode-and-gate time per cascade hop (names come from the cascade file, checked at load).
+    hop_latency: BTreeMap<String, Histogram>,
 }
 
 /// HTTP-level metrics, recorded by the tracking middleware.
@@ -83,22 +85,52 @@ pub struct HopSample {
     pub requests: u64,
     pub answered: u64,
     pub escalated: u64,
-    pub decode_seconds: f64,
+}
+
+impl Histogram {
+    fn add(&mut self, elapsed: Duration) {
+        let s = elapsed.as_secs_f64();
+        for (i, b) in BUCKETS.iter().enumerate() {
+            if s <= *b {
+                self.counts[i] += 1;
+            }
+        }
+        self.sum += s;
+        self.count += 1;
+    }
+
+    fn render(&self, out: &mut String, name: &str, labels: &str) {
+        for (i, b) in BUCKETS.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "{name}_bucket{{{labels},le=\"{b}\"}} {}",
+                self.counts[i]
+            );
+        }
+        let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {}", self.count);
+        let _ = writeln!(out, "{name}_sum{{{labels}}} {}", self.sum);
+        let _ = writeln!(out, "{name}_count{{{labels}}} {}", self.count);
+    }
 }
 
 impl Metrics {
     pub fn observe(&self, route: &'static str, status: u16, elapsed: Duration) {
         let Ok(mut m) = self.inner.lock() else { return };
         *m.requests.entry((route, status)).or_default() += 1;
-        let h = m.latency.entry(route).or_default();
-        let s = elapsed.as_secs_f64();
-        for (i, b) in BUCKETS.iter().enumerate() {
-            if s <= *b {
-                h.counts[i] += 1;
-            }
+        m.latency.entry(route).or_default().add(elapsed);
+    }
+
+    /// One cascade hop's decode-and-gate time for one request.
+    pub fn observe_hop(&self, hop: &str, elapsed: Duration) {
+        let Ok(mut m) = self.inner.lock() else { return };
+        match m.hop_latency.get_mut(hop) {
+            Some(h) => h.add(elapsed),
+            None => m
+                .hop_latency
+                .entry(hop.to_string())
+                .or_default()
+                .add(elapsed),
         }
-        h.sum += s;
-        h.count += 1;
     }
 
     /// Requests recorded for `route` with `status` so far.
@@ -116,8 +148,8 @@ impl Metrics {
     }
 
     pub fn render(&self, s: &Sampled) -> String {
-        let (requests, latency) = match self.inner.lock() {
-            Ok(m) => (m.requests.clone(), m.latency.clone()),
+        let (requests, latency, hop_latency) = match self.inner.lock() {
+            Ok(m) => (m.requests.clone(), m.latency.clone(), m.hop_latency.clone()),
             Err(_) => Default::default(),
         };
         let mut out = String::new();
@@ -140,19 +172,10 @@ impl Metrics {
             "HTTP request latency by route.",
         );
         for (route, h) in &latency {
-            for (i, b) in BUCKETS.iter().enumerate() {
-                let _ = writeln!(out, "plansmith_http_request_duration_seconds_bucket{{route=\"{route}\",le=\"{b}\"}} {}", h.counts[i]);
-            }
-            let _ = writeln!(out, "plansmith_http_request_duration_seconds_bucket{{route=\"{route}\",le=\"+Inf\"}} {}", h.count);
-            let _ = writeln!(
-                out,
-                "plansmith_http_request_duration_seconds_sum{{route=\"{route}\"}} {}",
-                h.sum
-            );
-            let _ = writeln!(
-                out,
-                "plansmith_http_request_duration_seconds_count{{route=\"{route}\"}} {}",
-                h.count
+            h.render(
+                &mut out,
+                "plansmith_http_request_duration_seconds",
+                &format!("route=\"{route}\""),
             );
         }
         let counters: [(&str, &str, u64); 11] = [
@@ -245,7 +268,7 @@ impl Metrics {
         }
         if !s.hops.is_empty() {
             type Pick = fn(&HopSample) -> String;
-            let series: [(&str, &str, &str, Pick); 4] = [
+            let series: [(&str, &str, &str, Pick); 3] = [
                 (
                     "plansmith_hop_requests_total",
                     "counter",
@@ -264,12 +287,6 @@ impl Metrics {
                     "Requests a cascade hop passed on (to the next hop or the teacher).",
                     |h| h.escalated.to_string(),
                 ),
-                (
-                    "plansmith_hop_decode_seconds_total",
-                    "counter",
-                    "Time a cascade hop spent decoding and gating.",
-                    |h| format!("{:.6}", h.decode_seconds),
-                ),
             ];
             for (name, kind, help, pick) in series {
                 header(&mut out, name, kind, help);
@@ -277,6 +294,19 @@ impl Metrics {
                     // Hop names are checked at load ([A-Za-z0-9_.-]), so they need no escaping.
                     let _ = writeln!(out, "{name}{{hop=\"{}\"}} {}", h.name, pick(h));
                 }
+            }
+            header(
+                &mut out,
+                "plansmith_hop_duration_seconds",
+                "histogram",
+                "Time a cascade hop spent decoding and gating a request.",
+            );
+            for (hop, h) in &hop_latency {
+                h.render(
+                    &mut out,
+                    "plansmith_hop_duration_seconds",
+                    &format!("hop=\"{hop}\""),
+                );
             }
         }
         out

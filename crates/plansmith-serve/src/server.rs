@@ -176,7 +176,6 @@ impl AppState {
                         requests: c.requests,
                         answered: c.answered,
                         escalated: c.escalated,
-                        decode_seconds: c.decode_seconds,
                     }
                 })
                 .collect(),
@@ -213,7 +212,12 @@ impl AppState {
         let mut req = req;
         req.deadline = Some(Instant::now() + self.config.timeout);
         match self.run(Task::Plan(req), request_had_tools).await? {
-            (Done::Plan(o), waited) => Ok((o, waited)),
+            (Done::Plan(o), waited) => {
+                for h in &o.hops {
+                    self.metrics.observe_hop(&h.hop, h.latency);
+                }
+                Ok((o, waited))
+            }
             _ => Err(ApiError::internal(
                 "a worker answered a plan with something else",
             )),

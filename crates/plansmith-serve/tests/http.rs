@@ -804,6 +804,9 @@ async fn a_cascade_reports_every_hop_and_counts_them() {
         "plansmith_hop_answered_total{hop=\"lenient\"} 1",
         "plansmith_hop_escalated_total{hop=\"lenient\"} 1",
         "plansmith_escalations_total 1",
+        "plansmith_hop_duration_seconds_count{hop=\"strict\"} 2",
+        "plansmith_hop_duration_seconds_count{hop=\"lenient\"} 2",
+        "plansmith_hop_duration_seconds_bucket{hop=\"lenient\",le=\"+Inf\"} 2",
     ] {
         assert!(m.contains(line), "{line}\n{m}");
     }
