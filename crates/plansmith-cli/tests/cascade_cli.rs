@@ -267,3 +267,52 @@ fn tiny_miss_pretrained_miss_teacher_harvest_retrain_then_the_tiny_hop_answers()
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `eval bfcl --cascade`: BFCL's checker scores the plan that leaves the cascade; with a
+/// teacher that knows every answer, every item is answered by someone.
+#[test]
+fn eval_bfcl_scores_a_cascade() {
+    let dir = std::env::temp_dir().join(format!("plansmith-cascade-bfcl-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = |p: &str| dir.join(p).to_string_lossy().into_owned();
+    let teacher = d("teacher.jsonl");
+    let o = plansmith(&[
+        "data",
+        "import",
+        "--format",
+        "bfcl",
+        "eval/handwritten/BFCL_v4_handwritten_clarify.json",
+        "--answers",
+        "eval/handwritten/possible_answer/BFCL_v4_handwritten_clarify.json",
+        "--out",
+        &teacher,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let cascade = d("cascade.json");
+    std::fs::write(
+        &cascade,
+        serde_json::json!({"hops": [{"name": "tiny", "embedded": true}], "teacher": format!("traces:{teacher}")})
+            .to_string(),
+    )
+    .unwrap();
+    let o = plansmith(&[
+        "eval",
+        "bfcl",
+        "--data-dir",
+        "eval/handwritten",
+        "--categories",
+        "handwritten_clarify",
+        "--cascade",
+        &cascade,
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let report: serde_json::Value = serde_json::from_str(&text(&o.stdout)).unwrap();
+    let c = &report["categories"]["handwritten_clarify"];
+    assert_eq!(c["n"], 30, "{report}");
+    assert_eq!(c["gate"]["accepted"], 30, "{report}");
+    let wrong = c["gate"]["accepted_wrong"].as_u64().unwrap();
+    assert_eq!(c["correct"].as_u64().unwrap() + wrong, 30, "{report}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -23,7 +23,8 @@ const DEFAULT_CATEGORIES: &str = "simple_python,multiple,parallel,parallel_multi
 #[derive(Args)]
 pub struct BfclArgs {
     /// The model is scored on its own decode (constrained, or --free), before any confidence
-    /// gate or teacher.
+    /// gate or teacher; with --cascade, on the plan that leaves the cascade (a model hop's or
+    /// the teacher's).
     #[command(flatten)]
     local: super::plan::ModelArgs,
     /// Decode without the grammar (free text, parsed leniently) to measure what the
@@ -32,7 +33,7 @@ pub struct BfclArgs {
     free: bool,
     /// Score an OpenAI-compatible server instead of a local planner (e.g.
     /// http://127.0.0.1:8080/v1 for llama.cpp's server, vLLM, or `plansmith serve`).
-    #[arg(long, value_name = "URL", conflicts_with_all = ["planner", "gguf", "free"])]
+    #[arg(long, value_name = "URL", conflicts_with_all = ["planner", "gguf", "free", "cascade"])]
     endpoint: Option<String>,
     /// Model name sent to --endpoint.
     #[arg(long, requires = "endpoint", default_value = "default")]
@@ -107,6 +108,51 @@ impl Subject for PlannerSubject {
             calls,
             latency: start.elapsed(),
             accepted,
+        })
+    }
+}
+
+/// A cascade as a BFCL subject: the plan that leaves it (from a model hop or the teacher) is
+/// the answer; a request every hop escalated, with no teacher answer, gets none.
+struct CascadeSubject {
+    planner: Planner,
+    name: String,
+}
+
+impl Subject for CascadeSubject {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn call(&mut self, item: &BfclItem) -> Result<SubjectOutput, SubjectError> {
+        let start = Instant::now();
+        let request = item.request().unwrap_or_default();
+        let catalog = match Catalog::from_value(&Value::Array(item.functions.clone())) {
+            Ok(c) => Arc::new(c),
+            Err(e) => return Ok(no_answer(format!("catalog: {e}"), start, Some(false))),
+        };
+        let req = PlanRequest {
+            catalog: Some(catalog),
+            ..PlanRequest::new(request)
+        };
+        let o = self
+            .planner
+            .plan_request(&req)
+            .map_err(SubjectError::model)?;
+        let answered = o.source != plansmith_planner::Source::None;
+        let plan = Plan {
+            calls: o.calls,
+            spoken_text: None,
+        };
+        Ok(SubjectOutput {
+            text: format!(
+                "{} ({})",
+                o.text.trim_end(),
+                o.hop.as_deref().unwrap_or("no hop")
+            ),
+            calls: answered.then(|| bfcl_calls(&plan)),
+            latency: start.elapsed(),
+            accepted: Some(answered),
         })
     }
 }
@@ -219,6 +265,14 @@ pub fn run(args: BfclArgs) -> anyhow::Result<Outcome> {
                 Duration::from_secs(args.timeout),
             ),
         }),
+        None if args.local.cascade.is_some() => {
+            anyhow::ensure!(!args.free, "--free does not apply to a --cascade");
+            let path = args.local.cascade.as_ref().expect("checked above");
+            Box::new(CascadeSubject {
+                planner: super::plan::load_model(&args.local)?,
+                name: format!("cascade {}", file_name(path)),
+            })
+        }
         None => {
             let planner = super::plan::load_model(&args.local)?;
             let base = match (&args.local.gguf, &args.local.planner) {
