@@ -268,7 +268,8 @@ fn invent(rng: &mut Rng, taken: &mut HashSet<String>, opts: NovelOptions) -> Inv
         9..=14 if !taken.contains(&format!("{verb}_{object}")) => {
             (format!("{verb}_{object}"), with_name(verb))
         }
-        0..=14 => (verb.clone(), with_name(verb)),
+        // The combined name is taken: the verb alone, as for 0..=8.
+        9..=14 => (verb.clone(), with_name(verb)),
         // An opaque name: only the description says what it does.
         _ => loop {
             let name = format!("tool_{}", rng.below(1000));

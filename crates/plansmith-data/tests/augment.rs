@@ -290,5 +290,5 @@ fn duration_requests_fill_the_string_and_a_limit_only_in_its_own_unit() {
     // Without the option no request is duration-only.
     assert!(!plain_traces
         .iter()
-        .any(|t| t.calls[0].arguments.values().any(|v| is_duration(v))));
+        .any(|t| t.calls[0].arguments.values().any(is_duration)));
 }
