@@ -133,28 +133,32 @@ fn tiny_miss_pretrained_miss_teacher_harvest_retrain_then_the_tiny_hop_answers()
     )
     .unwrap();
     let manifest = std::fs::read(dir.join("tiny/planner.json")).unwrap();
-    let o = plansmith(&[
-        "train",
-        "--continue",
-        &tiny,
-        "--harvest",
-        &harvest,
-        "--data",
-        &train,
-        "--replay",
-        "300",
-        "--harvest-copies",
-        "40",
-        "--epochs",
-        "2",
-        "--calibration",
-        &cal,
-        "--check",
-        &old_says,
-        "--target-precision",
-        "1",
-        "--json",
-    ]);
+    // Retrain the tiny hop on the harvest and a replay of its old data, judged on `check`.
+    let retrain = |check: &str| {
+        plansmith(&[
+            "train",
+            "--continue",
+            &tiny,
+            "--harvest",
+            &harvest,
+            "--data",
+            &train,
+            "--replay",
+            "300",
+            "--harvest-copies",
+            "40",
+            "--epochs",
+            "3",
+            "--calibration",
+            &cal,
+            "--check",
+            check,
+            "--target-precision",
+            "1",
+            "--json",
+        ])
+    };
+    let o = retrain(&old_says);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
     let report: serde_json::Value = serde_json::from_str(&text(&o.stdout)).unwrap();
     assert_eq!(report["replaced"], false, "{report}");
@@ -166,30 +170,9 @@ fn tiny_miss_pretrained_miss_teacher_harvest_retrain_then_the_tiny_hop_answers()
     );
     assert!(dir.join("tiny.rejected/planner.json").is_file());
 
-    // Retrain the tiny hop on the harvest (and a replay of its old data), checked on the
-    // harvest itself: the old planner gets it wrong, so the new one must not be worse.
-    let report = json_line(&plansmith(&[
-        "train",
-        "--continue",
-        &tiny,
-        "--harvest",
-        &harvest,
-        "--data",
-        &train,
-        "--replay",
-        "300",
-        "--harvest-copies",
-        "40",
-        "--epochs",
-        "3",
-        "--calibration",
-        &cal,
-        "--check",
-        &harvest,
-        "--target-precision",
-        "1",
-        "--json",
-    ]));
+    // Checked on the harvest itself: the old planner gets it wrong, so the new one is not
+    // worse and replaces it.
+    let report = json_line(&retrain(&harvest));
     assert_eq!(report["replaced"], true, "{report}");
     let check = &report["checks"][0];
     assert_eq!(

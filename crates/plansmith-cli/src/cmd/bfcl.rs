@@ -77,12 +77,11 @@ impl Subject for PlannerSubject {
     fn call(&mut self, item: &BfclItem) -> Result<SubjectOutput, SubjectError> {
         let start = Instant::now();
         let request = item.request().unwrap_or_default();
-        let catalog = match Catalog::from_value(&Value::Array(item.functions.clone())) {
-            Ok(c) => Arc::new(c),
-            // A schema the planner cannot constrain is an answer it cannot give, not a crash.
+        let catalog = match item_catalog(item) {
+            Ok(c) => c,
             Err(e) => {
                 let gate = (!self.free).then_some(false);
-                return Ok(no_answer(format!("catalog: {e}"), start, gate));
+                return Ok(no_answer(e, start, gate));
             }
         };
         let decoded = if self.free {
@@ -127,9 +126,9 @@ impl Subject for CascadeSubject {
     fn call(&mut self, item: &BfclItem) -> Result<SubjectOutput, SubjectError> {
         let start = Instant::now();
         let request = item.request().unwrap_or_default();
-        let catalog = match Catalog::from_value(&Value::Array(item.functions.clone())) {
-            Ok(c) => Arc::new(c),
-            Err(e) => return Ok(no_answer(format!("catalog: {e}"), start, Some(false))),
+        let catalog = match item_catalog(item) {
+            Ok(c) => c,
+            Err(e) => return Ok(no_answer(e, start, Some(false))),
         };
         let req = PlanRequest {
             catalog: Some(catalog),
@@ -155,6 +154,14 @@ impl Subject for CascadeSubject {
             accepted: Some(answered),
         })
     }
+}
+
+/// An item's functions as the request's catalog. A schema the planner cannot constrain is an
+/// answer it cannot give (the error, as the subject's text), not a crash.
+fn item_catalog(item: &BfclItem) -> Result<Arc<Catalog>, String> {
+    Catalog::from_value(&Value::Array(item.functions.clone()))
+        .map(Arc::new)
+        .map_err(|e| format!("catalog: {e}"))
 }
 
 /// No answer at all: nothing acts, so a gated subject counts it as escalated (`Some(false)`).

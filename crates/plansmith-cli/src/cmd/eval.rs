@@ -92,11 +92,7 @@ fn traces(args: TracesArgs) -> anyhow::Result<Outcome> {
         "p50_latency_ms": summary.p50_latency_ms,
     });
     if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir)?;
-        write_atomic(
-            dir.join("report.json"),
-            serde_json::to_string_pretty(&report)?.as_bytes(),
-        )?;
+        write_report(dir, &report)?;
         let lines: String = items
             .iter()
             .zip(&judged)
@@ -175,11 +171,7 @@ fn cascade_traces(args: TracesArgs) -> anyhow::Result<Outcome> {
         b.finish_and_clear();
     }
     if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir)?;
-        write_atomic(
-            dir.join("report.json"),
-            serde_json::to_string_pretty(&report)?.as_bytes(),
-        )?;
+        write_report(dir, &report)?;
     }
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
@@ -212,4 +204,14 @@ fn cascade_traces(args: TracesArgs) -> anyhow::Result<Outcome> {
         report.p99_ms
     );
     Ok(Outcome::Ok)
+}
+
+/// `DIR/report.json`, written atomically (the directory made if needed).
+fn write_report(dir: &std::path::Path, report: &impl serde::Serialize) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    write_atomic(
+        dir.join("report.json"),
+        serde_json::to_string_pretty(report)?.as_bytes(),
+    )?;
+    Ok(())
 }
