@@ -83,6 +83,10 @@ pub struct FloorFit {
     /// `alpha` at this split's size (what a split too small to certify lacks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub needed: Option<usize>,
+    /// Guaranteed rule, not certified: the smallest of 2%, 5%, 10%, 20% that this split does
+    /// certify, with the share of calibration requests that floor accepts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub would_certify: Option<(f64, f64)>,
 }
 
 impl FloorFit {
@@ -109,12 +113,26 @@ impl FloorFit {
                 self.calibration,
                 self.wrong
             ),
-            FloorRule::Guaranteed { alpha, delta } => format!(
-                "cannot certify wrong among accepted <= {alpha} with {:.0}% confidence on {} calibration requests: that needs at least {} accepted plans with none wrong; the planner will escalate every request (add calibration traces or allow a larger rate)",
-                (1.0 - delta) * 100.0,
-                self.calibration,
-                self.needed.unwrap_or(usize::MAX)
-            ),
+            FloorRule::Guaranteed { alpha, delta } => {
+                let needed = self.needed.unwrap_or(usize::MAX);
+                let why = if self.calibration < needed {
+                    format!("that needs at least {needed} accepted plans with none wrong")
+                } else {
+                    "no floor keeps the wrong plans that rare among those it accepts: the planner is not yet right often enough where it is most confident".to_string()
+                };
+                let instead = match self.would_certify {
+                    Some((rate, coverage)) => format!(
+                        "; --max-wrong {rate} would answer {:.1}% of them",
+                        coverage * 100.0
+                    ),
+                    None => String::new(),
+                };
+                format!(
+                    "cannot certify wrong among accepted <= {alpha} with {:.0}% confidence on {} calibration requests: {why}; the planner will escalate every request (add calibration traces, train a better planner, or allow a larger rate){instead}",
+                    (1.0 - delta) * 100.0,
+                    self.calibration,
+                )
+            }
         }
     }
 }
@@ -135,6 +153,7 @@ pub fn fit(calibration: &[Scored], rule: FloorRule) -> FloorFit {
                 risk_bound: None,
                 certified: true,
                 needed: None,
+                would_certify: None,
             }
         }
         FloorRule::Guaranteed { alpha, delta } => {
@@ -208,6 +227,7 @@ fn learn_then_test(t: &Thresholds, n: usize, rule: FloorRule, alpha: f64, delta:
             risk_bound: Some(bound),
             certified: true,
             needed: Some(needed),
+            would_certify: None,
         },
         None => FloorFit {
             rule,
@@ -219,6 +239,14 @@ fn learn_then_test(t: &Thresholds, n: usize, rule: FloorRule, alpha: f64, delta:
             risk_bound: None,
             certified: false,
             needed: Some(needed),
+            would_certify: [0.02, 0.05, 0.1, 0.2]
+                .into_iter()
+                .filter(|&rate| rate > alpha)
+                .find_map(|rate| {
+                    let fit = learn_then_test(t, n, rule, rate, delta);
+                    let coverage = fit.accepted as f64 / n.max(1) as f64;
+                    fit.certified.then_some((rate, coverage))
+                }),
         },
     }
 }

@@ -72,6 +72,23 @@ fn a_split_too_small_to_certify_refuses_every_plan_and_says_what_it_needs() {
     let needed = f.needed.unwrap();
     assert!(needed > 100, "{needed}");
     assert!(f.summary().contains(&needed.to_string()), "{}", f.summary());
+    // It says which larger rate this split would certify, and at what coverage.
+    assert_eq!(f.would_certify, Some((0.1, 1.0)));
+    assert!(f.summary().contains("--max-wrong 0.1"), "{}", f.summary());
+
+    // A split large enough, but a planner wrong on one in twenty everywhere: nothing certifies
+    // 1%, and the message says it is the planner, not the split.
+    let noisy: Vec<Scored> = (0..3000)
+        .map(|i| scored(-(i as f32) * 1e-4, i % 20 != 7))
+        .collect();
+    let f = fit(&noisy, FloorRule::DEFAULT_GUARANTEE);
+    assert!(!f.certified);
+    assert!(
+        f.summary().contains("not yet right often enough"),
+        "{}",
+        f.summary()
+    );
+    assert_eq!(f.would_certify.map(|w| w.0), Some(0.1), "{f:?}");
     // The same split certifies a looser rate.
     let loose = fit(
         &cal,

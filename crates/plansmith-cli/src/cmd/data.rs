@@ -14,9 +14,14 @@ pub enum DataCommand {
     Pace {
         #[arg(long)]
         out: PathBuf,
-        /// Training traces (calibration gets N/10, test 2N/15).
+        /// Training traces (test gets 2N/15).
         #[arg(long, default_value_t = 6000)]
         n: usize,
+        /// Calibration traces (default: N/10, and at least 2,000 — what the default floor
+        /// rule needs to certify at most 1% wrong plans with 95% confidence, with room for a
+        /// planner that is not yet perfect).
+        #[arg(long, value_name = "N")]
+        calibration: Option<usize>,
         #[arg(long, default_value_t = 0)]
         seed: u64,
         /// A verb kept out of train/calibration/test and written to heldout_verb.jsonl.
@@ -126,6 +131,7 @@ pub fn run(command: DataCommand) -> anyhow::Result<Outcome> {
         DataCommand::Pace {
             out,
             n,
+            calibration,
             seed,
             holdout_verb,
             upper_train,
@@ -134,6 +140,7 @@ pub fn run(command: DataCommand) -> anyhow::Result<Outcome> {
                 anyhow::bail!("--upper-train must be between 0 and 1, got {upper_train}");
             }
             let mut cfg = PaceConfig::with_n(n);
+            cfg.n_calibration = calibration.unwrap_or((n / 10).max(2000));
             cfg.seed = seed;
             cfg.holdout_verb = holdout_verb;
             cfg.upper_train = upper_train;
