@@ -229,8 +229,5 @@ pub fn load(path: &Path) -> Result<Cascade, PlannerError> {
 }
 
 fn hop_rule(hop: &HopSpec) -> FloorRule {
-    FloorRule::Guaranteed {
-        alpha: hop.max_wrong.unwrap_or(0.01),
-        delta: ((1.0 - hop.certainty.unwrap_or(0.95)) * 1e12).round() / 1e12,
-    }
+    FloorRule::guaranteed(hop.max_wrong.unwrap_or(0.01), hop.certainty.unwrap_or(0.95))
 }

@@ -42,6 +42,15 @@ impl FloorRule {
         delta: 0.05,
     };
 
+    /// The guarantee stated as people say it: at most `max_wrong` wrong among accepted plans,
+    /// `certainty` sure. Delta is rounded so 0.95 is stored as 0.05, not 0.050000000000000044.
+    pub fn guaranteed(max_wrong: f64, certainty: f64) -> FloorRule {
+        FloorRule::Guaranteed {
+            alpha: max_wrong,
+            delta: ((1.0 - certainty) * 1e12).round() / 1e12,
+        }
+    }
+
     /// Mixle's rule: no wrong plan accepted on the calibration split.
     pub const ZERO_WRONG: FloorRule = FloorRule::Empirical { precision: 1.0 };
 

@@ -57,6 +57,20 @@ pub fn opt_bool(obj: &Object, key: &str) -> Result<Option<bool>, ApiError> {
     }
 }
 
+/// Refuse any field not in `allowed`, naming it (routes of our own; the OpenAI route is lenient).
+pub fn only_fields(obj: &Object, allowed: &[&str]) -> Result<(), ApiError> {
+    match obj.keys().find(|k| !allowed.contains(&k.as_str())) {
+        Some(k) => Err(ApiError::invalid(
+            k,
+            format!(
+                "unknown field `{k}` (expected one of {})",
+                allowed.join(", ")
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 pub fn opt_str<'a>(obj: &'a Object, key: &str) -> Result<Option<&'a str>, ApiError> {
     match field(obj, key) {
         None => Ok(None),

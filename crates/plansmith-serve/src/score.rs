@@ -18,19 +18,6 @@ use crate::server::{read_body, AppState, Done, Task};
 /// The most draws one `/v1/sample` request may ask for.
 pub const MAX_SAMPLES: u64 = 64;
 
-fn only(body: &Object, allowed: &[&str]) -> Result<(), ApiError> {
-    match body.keys().find(|k| !allowed.contains(&k.as_str())) {
-        Some(k) => Err(ApiError::invalid(
-            k,
-            format!(
-                "unknown field `{k}` (expected one of {})",
-                allowed.join(", ")
-            ),
-        )),
-        None => Ok(()),
-    }
-}
-
 fn request_text(body: &Object) -> Result<String, ApiError> {
     match params::opt_str(body, "request")? {
         Some(s) if !s.trim().is_empty() => Ok(s.to_string()),
@@ -75,7 +62,7 @@ pub async fn score(State(st): State<Arc<AppState>>, req: Request) -> Response {
     let result = async {
         let bytes = read_body(&st, req).await?;
         let body = params::parse_object(&bytes)?;
-        only(&body, &["request", "calls", "plan"])?;
+        params::only_fields(&body, &["request", "calls", "plan"])?;
         let request = request_text(&body)?;
         let plan = given_plan(&body)?;
         let (done, _) = st.run(Task::Score { request, plan }, false).await?;
@@ -107,7 +94,7 @@ pub async fn sample(State(st): State<Arc<AppState>>, req: Request) -> Response {
     let result = async {
         let bytes = read_body(&st, req).await?;
         let body = params::parse_object(&bytes)?;
-        only(&body, &["request", "n", "temperature", "seed"])?;
+        params::only_fields(&body, &["request", "n", "temperature", "seed"])?;
         let request = request_text(&body)?;
         let n = params::opt_uint(&body, "n")?.unwrap_or(5);
         if !(1..=MAX_SAMPLES).contains(&n) {

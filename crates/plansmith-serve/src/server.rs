@@ -472,15 +472,7 @@ const PLAN_FIELDS: [&str; 6] = [
 
 /// Read a `/v1/plan` request. Unlike the OpenAI route, unknown fields are refused.
 pub fn parse_plan(body: &Object, catalog: &Arc<Catalog>) -> Result<PlanRequest, ApiError> {
-    if let Some(k) = body.keys().find(|k| !PLAN_FIELDS.contains(&k.as_str())) {
-        return Err(ApiError::invalid(
-            k,
-            format!(
-                "unknown field `{k}` (expected one of {})",
-                PLAN_FIELDS.join(", ")
-            ),
-        ));
-    }
+    params::only_fields(body, &PLAN_FIELDS)?;
     let text = match body.get("request") {
         Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
         Some(Value::String(_)) => return Err(ApiError::invalid("request", "`request` is empty")),

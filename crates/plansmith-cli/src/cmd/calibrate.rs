@@ -33,11 +33,7 @@ impl FloorArgs {
     pub fn rule(&self) -> anyhow::Result<FloorRule> {
         let rule = match self.target_precision {
             Some(precision) => FloorRule::Empirical { precision },
-            None => FloorRule::Guaranteed {
-                alpha: self.max_wrong,
-                // Rounded so 0.95 is stored as delta 0.05, not 0.050000000000000044.
-                delta: ((1.0 - self.certainty) * 1e12).round() / 1e12,
-            },
+            None => FloorRule::guaranteed(self.max_wrong, self.certainty),
         };
         rule.check()
             .map_err(|e| anyhow::anyhow!("--max-wrong/--certainty/--target-precision: {e}"))?;
