@@ -304,6 +304,12 @@ impl Planner {
         self.teacher.is_some()
     }
 
+    /// Whether a teacher's answers are harvested: by this planner, or in a cascade by its
+    /// last hop (which holds the teacher).
+    pub fn harvests(&self) -> bool {
+        self.hops().last().is_some_and(|h| h.harvest.is_some())
+    }
+
     /// The hop name, when this planner is part of a cascade.
     pub fn hop_name(&self) -> Option<&str> {
         self.hop.as_deref()

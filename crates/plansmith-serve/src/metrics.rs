@@ -12,18 +12,26 @@ pub const BUCKETS: [f64; 14] = [
 ];
 
 /// The routes we label by name; anything else is `other` (keeps label cardinality bounded).
-pub const ROUTES: [&str; 6] = [
+pub const ROUTES: [&str; 11] = [
     "/v1/chat/completions",
     "/v1/plan",
+    "/v1/score",
+    "/v1/sample",
+    "/v1/tools",
+    "/ui",
     "/v1/models",
     "/health",
     "/metrics",
     "/v1/models/{id}",
+    "/ui/*",
 ];
 
 pub fn route_label(path: &str) -> &'static str {
     if let Some(r) = ROUTES.iter().find(|r| **r == path) {
         return r;
+    }
+    if path.starts_with("/ui/") {
+        return "/ui/*";
     }
     if path
         .strip_prefix("/v1/models/")

@@ -47,6 +47,8 @@ pub struct ServeConfig {
     pub max_body: usize,
     /// The model id `/v1/models` lists and responses carry.
     pub model_id: String,
+    /// Serve the playground page at `/ui` (`plansmith serve --no-ui` turns it off).
+    pub ui: bool,
 }
 
 impl Default for ServeConfig {
@@ -62,6 +64,7 @@ impl Default for ServeConfig {
             timeout: Duration::from_secs(30),
             max_body: 1 << 20,
             model_id: "plansmith".into(),
+            ui: true,
         }
     }
 }
@@ -286,15 +289,22 @@ impl AppState {
 
 /// The whole HTTP surface.
 pub fn router(state: Arc<AppState>) -> Router {
-    Router::new()
+    let routes = Router::new()
         .route("/v1/chat/completions", post(chat_completions))
         .route("/v1/plan", post(plan))
         .route("/v1/score", post(crate::score::score))
         .route("/v1/sample", post(crate::score::sample))
+        .route("/v1/tools", get(tools))
         .route("/v1/models", get(models))
         .route("/v1/models/{id}", get(model))
         .route("/health", get(health))
-        .route("/metrics", get(metrics))
+        .route("/metrics", get(metrics));
+    let routes = if state.config.ui {
+        crate::ui::routes(routes)
+    } else {
+        routes
+    };
+    routes
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), auth))
@@ -315,7 +325,9 @@ async fn auth(State(st): State<Arc<AppState>>, req: Request, next: Next) -> Resp
     let Some(key) = &st.config.api_key else {
         return next.run(req).await;
     };
-    if req.uri().path() == "/health" {
+    // The playground's files hold no data: the page asks for the key and sends it with every
+    // API call it makes, under the same rule as any client.
+    if req.uri().path() == "/health" || (st.config.ui && crate::ui::is_page(req.uri().path())) {
         return next.run(req).await;
     }
     let given = req
@@ -530,6 +542,17 @@ fn add_hops(out: &mut serde_json::Value, o: &Outcome) {
     }
 }
 
+/// The floor the plan's confidence was held to: the answering hop's in a cascade (the last
+/// hop's when none answered), else the planner's.
+fn floor_of(planner: &Planner, o: &Outcome) -> f32 {
+    let hop = o
+        .hops
+        .iter()
+        .find(|h| Some(&h.hop) == o.hop.as_ref())
+        .or(o.hops.last());
+    hop.map_or(planner.settings.conf_floor, |h| h.floor)
+}
+
 async fn plan(State(st): State<Arc<AppState>>, req: Request) -> Response {
     let result = async {
         let bytes = read_body(&st, req).await?;
@@ -540,7 +563,9 @@ async fn plan(State(st): State<Arc<AppState>>, req: Request) -> Response {
             "calls": o.calls,
             "confidence": openai::finite(o.confidence),
             "escalated": o.escalated,
+            "floor": openai::finite(floor_of(&st.planner, &o)),
             "source": openai::source_name(o.source),
+            "harvested": o.source == Source::Teacher && st.planner.harvests(),
             "latency_ms": o.latency.as_secs_f64() * 1e3,
             "queue_ms": waited.as_secs_f64() * 1e3,
         });
@@ -560,6 +585,11 @@ async fn plan(State(st): State<Arc<AppState>>, req: Request) -> Response {
 fn model_object(st: &AppState) -> Value {
     json!({"id": st.config.model_id, "object": "model", "created": 0, "owned_by": "plansmith",
            "plansmith": {"tools": st.catalog.names().collect::<Vec<_>>(), "conf_floor": openai::finite(st.planner.settings.conf_floor)}})
+}
+
+/// The catalog requests without `tools` plan against, as OpenAI `tools`.
+async fn tools(State(st): State<Arc<AppState>>) -> Json<Value> {
+    Json(json!({"object": "list", "hash": st.catalog.hash(), "tools": st.catalog.to_openai()}))
 }
 
 async fn models(State(st): State<Arc<AppState>>) -> Json<Value> {

@@ -148,6 +148,7 @@ async fn api_key_guards_everything_but_health() {
     let mut anon = Client::new(server.addr);
     for (path, method) in [
         ("/v1/models", Method::GET),
+        ("/v1/tools", Method::GET),
         ("/metrics", Method::GET),
         ("/v1/plan", Method::POST),
         ("/v1/chat/completions", Method::POST),
@@ -183,6 +184,66 @@ async fn api_key_guards_everything_but_health() {
         .await
         .unwrap();
     assert_eq!(r.status, 200, "{}", r.text());
+    // The playground's own files hold no data and load without the key; the page then asks
+    // for it before calling the API.
+    for path in ["/ui", "/ui/app.js", "/ui/style.css"] {
+        let r = anon.get(path).await.unwrap();
+        assert_eq!(r.status, 200, "{path}");
+    }
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn playground_page_and_the_catalog_route() {
+    let server = start(|_| {}).await;
+    let mut c = Client::new(server.addr);
+    let r = c.get("/").await.unwrap();
+    assert_eq!(r.status, 303);
+    assert_eq!(r.headers["location"], "/ui");
+    for (path, kind) in [
+        ("/ui", "text/html"),
+        ("/ui/app.js", "text/javascript"),
+        ("/ui/style.css", "text/css"),
+    ] {
+        let r = c.get(path).await.unwrap();
+        assert_eq!(r.status, 200, "{path}");
+        let ct = r.headers["content-type"].to_str().unwrap();
+        assert!(ct.starts_with(kind), "{path}: {ct}");
+        // Only this server's own scripts run and only this server is called.
+        let csp = r.headers["content-security-policy"].to_str().unwrap();
+        assert!(
+            csp.contains("script-src 'self'") && csp.contains("connect-src 'self'"),
+            "{csp}"
+        );
+    }
+    let page = c.get("/ui").await.unwrap().text();
+    assert!(
+        !page.contains("http://") && !page.contains("https://"),
+        "the page loads nothing from elsewhere"
+    );
+    assert_eq!(c.get("/ui/nothing.js").await.unwrap().status, 404);
+    // The active catalog, as OpenAI tools, with its hash.
+    let v = c.get("/v1/tools").await.unwrap().json();
+    let p = planner();
+    assert_eq!(v["hash"], p.catalog.hash());
+    assert_eq!(v["tools"], p.catalog.to_openai());
+    // The plan route says what floor the confidence was held to, and whether a teacher's
+    // answer was harvested.
+    let v = c
+        .post_json("/v1/plan", &json!({"request": "open safari"}))
+        .await
+        .unwrap()
+        .json();
+    assert_eq!(v["floor"].as_f64(), Some(f32::MIN as f64), "{v}");
+    assert_eq!(v["harvested"], false);
+    server.shutdown().await.unwrap();
+
+    // --no-ui: the page is gone, the API stays.
+    let server = start(|c| c.ui = false).await;
+    let mut c = Client::new(server.addr);
+    assert_eq!(c.get("/ui").await.unwrap().status, 404);
+    assert_eq!(c.get("/").await.unwrap().status, 404);
+    assert_eq!(c.get("/v1/tools").await.unwrap().status, 200);
     server.shutdown().await.unwrap();
 }
 

@@ -40,6 +40,9 @@ pub struct ServeArgs {
     /// Model id for /v1/models and responses (default: the planner directory's name).
     #[arg(long)]
     pub model_id: Option<String>,
+    /// Do not serve the playground page (by default at http://ADDR/ui).
+    #[arg(long)]
+    pub no_ui: bool,
 }
 
 impl ServeArgs {
@@ -75,6 +78,7 @@ impl ServeArgs {
             timeout: Duration::from_millis(self.timeout_ms),
             max_body: self.max_body,
             model_id,
+            ui: !self.no_ui,
         })
     }
 }
@@ -87,9 +91,18 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Outcome> {
     }
     let model = config.model_id.clone();
     let workers = config.workers;
+    let ui = config.ui;
     plansmith_serve::run_blocking(planner, config, |addr| {
-        println!("plansmith serving {model} on http://{addr} ({workers} workers)");
-        let _ = std::io::stdout().flush();
+        // A closed stdout (a supervisor that read the address and went away) must not take
+        // the server down, so write errors are ignored.
+        let mut out = std::io::stdout().lock();
+        let mut banner =
+            format!("plansmith serving {model} on http://{addr} ({workers} workers)\n");
+        if ui {
+            banner.push_str(&format!("playground: http://{addr}/ui\n"));
+        }
+        let _ = out.write_all(banner.as_bytes());
+        let _ = out.flush();
     })?;
     Ok(Outcome::Ok)
 }
