@@ -341,6 +341,28 @@ fn playground_shows_plans_escalations_catalog_errors_and_asks_for_the_key() {
     .unwrap_or_else(|e| panic!("the traces are not JSONL ({e}): {traces}"));
     assert_eq!(first["request"], "please open safari");
     assert_eq!(first["calls"][0]["name"], "open");
+    // The download button saves the same lines as a file.
+    let downloads = std::env::temp_dir().join(format!("plansmith-ui-dl-{}", std::process::id()));
+    std::fs::create_dir_all(&downloads).unwrap();
+    browser.cmd(
+        "POST",
+        "/goog/cdp/execute",
+        Some(json!({"cmd": "Browser.setDownloadBehavior", "params": {
+            "behavior": "allow", "downloadPath": downloads.to_str().unwrap()}})),
+    );
+    browser.click("#download");
+    let saved = downloads.join("plansmith-playground.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !saved.exists() {
+        assert!(Instant::now() < deadline, "the traces were not downloaded");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let file = std::fs::read_to_string(&saved).unwrap();
+    assert_eq!(file.trim_end(), traces.as_str().unwrap());
+    // ... and `plansmith train` reads them.
+    let read = plansmith_core::trace::read_traces(&saved).expect("the download is training data");
+    assert_eq!(read[0].calls[0].name, "open");
+    let _ = std::fs::remove_dir_all(&downloads);
 
     // 3. Readable at 360 px: nothing wider than the screen.
     browser.phone();
