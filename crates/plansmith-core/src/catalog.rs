@@ -417,6 +417,7 @@ fn import_tool(item: &Value, path: &str) -> Result<(Tool, CatalogFormat), Catalo
         m.remove("$schema");
         m.remove("strict");
     }
+    check_meta_schema(&parameters, &schema_path)?;
     check_param_names(&parameters, &schema_path)?;
     check_required_declared(&parameters, &schema_path)?;
     let annotations = obj.get("annotations").cloned();
@@ -491,6 +492,29 @@ fn check_required_declared(schema: &Value, path: &str) -> Result<(), CatalogErro
         }
     }
     Ok(())
+}
+
+/// The schema must be valid JSON Schema (a `description` that is a number, a `minimum` that is
+/// a string): the plan validator compiles it later, and a catalog it cannot compile must be
+/// refused here, naming the place, rather than fail at planning time.
+fn check_meta_schema(parameters: &Value, schema_path: &str) -> Result<(), CatalogError> {
+    let Err(e) = jsonschema::meta::validate(parameters) else {
+        return Ok(());
+    };
+    let mut path = schema_path.to_string();
+    for seg in e.instance_path().to_string().split('/').skip(1) {
+        let seg = seg.replace("~1", "/").replace("~0", "~");
+        if !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit()) {
+            path.push_str(&format!("[{seg}]"));
+        } else {
+            path.push('.');
+            path.push_str(&seg);
+        }
+    }
+    Err(CatalogError::invalid(
+        path,
+        format!("not valid JSON Schema: {}", e.masked()),
+    ))
 }
 
 #[cfg(test)]

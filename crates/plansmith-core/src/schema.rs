@@ -231,16 +231,25 @@ pub fn check_object_schema(schema: &Value, path: &str) -> Result<(), SchemaProbl
         matches!(m.get("type"), None | Some(Value::String(_)))
             && m.get("type").is_none_or(|t| t == "object")
     });
-    if ok {
-        Ok(())
-    } else {
-        Err(problem(
+    if !ok {
+        return Err(problem(
             path,
             SchemaProblemKind::Invalid(
                 "parameters must be an object schema (\"type\": \"object\")".into(),
             ),
-        ))
+        ));
     }
+    // The arguments object is built key by key from `properties`: a whole-object `enum` or
+    // `const` could only be honoured by ignoring it, so it is refused.
+    for key in ["enum", "const"] {
+        if schema.get(key).is_some() {
+            return Err(problem(
+                &format!("{path}.{key}"),
+                SchemaProblemKind::Unsupported(format!("`{key}` on the arguments object")),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A free string: string-typed, with nothing that restricts it to known values or a shape.

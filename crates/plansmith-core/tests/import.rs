@@ -158,3 +158,34 @@ fn bad_catalogs_are_named_with_their_path() {
     assert!(err("[1,").starts_with("catalog is not valid JSON"));
     assert!(err(r#"{"tools": 3}"#).contains("at $.tools"));
 }
+
+/// Found by `plansmith-fuzz grammar`: catalogs the importer accepted but the plan validator
+/// could not compile (planning then failed), or whose arguments-object `const` the grammar
+/// ignored. Both are refused at import now, naming the place.
+#[test]
+fn fuzz_regressions_schemas_the_validator_or_grammar_could_not_honour() {
+    let e = err(
+        r#"[{"name":"x","parameters":{"type":"object","properties":{"when":{"type":"string","description":0}}}}]"#,
+    );
+    assert!(
+        e.contains("not valid JSON Schema")
+            && e.contains("$[0].parameters.properties.when.description"),
+        "{e}"
+    );
+    let e = err(
+        r#"[{"name":"x","parameters":{"type":"object","properties":{"n":{"type":"integer","minimum":"one"}}}}]"#,
+    );
+    assert!(e.contains("$[0].parameters.properties.n.minimum"), "{e}");
+    let e =
+        err(r#"[{"name":"open","inputSchema":{"type":"object","properties":{},"const":"open"}}]"#);
+    assert!(
+        e.contains("`const` on the arguments object") && e.contains("$[0].inputSchema.const"),
+        "{e}"
+    );
+    // Every accepted catalog compiles into a validator.
+    let ok = Catalog::from_json_str(
+        r#"[{"name":"x","parameters":{"type":"object","properties":{"n":{"type":"integer","minimum":1}}}}]"#,
+    )
+    .unwrap();
+    plansmith_core::validate::PlanValidator::new(&ok).unwrap();
+}

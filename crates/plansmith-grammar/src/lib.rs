@@ -25,7 +25,7 @@ mod tokenv;
 
 pub use engine::{CacheKey, CacheStats, Engine, Prepared};
 pub use error::{Dead, GrammarError, TokEnvError};
-pub use gen::{grammar_text, template, Options, Template, DSL_ARRAY_CAP};
+pub use gen::{grammar_text, template, Options, Template, DSL_ARRAY_CAP, MAX_CALLS};
 /// The request types live in plansmith-core (the server parses them without this crate);
 /// re-exported here because every grammar call takes them.
 pub use plansmith_core::request::{Entity, Request, ToolChoice};

@@ -515,3 +515,57 @@ fn last_forced_token_is_held_back_when_a_longer_token_could_follow() {
     c.commit(equals_x).unwrap();
     assert_eq!(c.output_text(), "lookup_order(order_id=x");
 }
+
+/// Found by plansmith-fuzz: `max_calls` near `usize::MAX` wrote a repetition count llguidance
+/// rejects; now every count above [`MAX_CALLS`] is a typed `Invalid` before any grammar text.
+#[test]
+fn max_calls_beyond_the_cap_is_a_typed_error() {
+    let engine = Engine::new(char_env()).unwrap();
+    for syntax in [
+        Syntax::Dsl,
+        Syntax::Envelope,
+        Syntax::OpenAi,
+        Syntax::JsonArray,
+    ] {
+        let mut options = Options::new(syntax);
+        options.max_calls = usize::MAX;
+        let Err(e) = engine.prepare(&pace(), &options) else {
+            panic!("{syntax:?}: max_calls = usize::MAX compiled");
+        };
+        assert!(matches!(e, GrammarError::Invalid(_)), "{syntax:?}: {e}");
+        options.max_calls = MAX_CALLS;
+        engine.prepare(&pace(), &options).unwrap();
+    }
+}
+
+/// Found by plansmith-fuzz: an `enum`/`const` value that the schema's own `pattern` forbids
+/// was emitted, and the plan then failed validation. Such values are left out now, and a
+/// schema with none left is a typed refusal.
+#[test]
+fn enum_values_the_schema_forbids_are_not_emitted() {
+    let engine = Engine::new(char_env()).unwrap();
+    let catalog = |code: &str| {
+        Catalog::from_json_str(&format!(
+            r#"[{{"name":"fly","parameters":{{"type":"object","properties":{{"code":{code}}},"required":["code"]}}}}]"#
+        ))
+        .unwrap()
+    };
+    let mut options = Options::new(Syntax::JsonArray);
+    options.tool_choice = ToolChoice::Required;
+    let req = Request::new("fly");
+    let c = catalog(r#"{"type":"string","pattern":"^[A-Z]{3}$","enum":["BOS","boston","NYC"]}"#);
+    let mut con = engine.constraint(&c, &options, &req).unwrap();
+    let prefix = r#"[{"name":"fly","arguments":{"code":""#;
+    assert_eq!(walk(&mut con, engine.env(), prefix), None);
+    let mask = con.mask().unwrap().clone();
+    let allowed: Vec<char> = "BbN"
+        .chars()
+        .filter(|ch| mask.is_allowed(engine.env().tokenize(&ch.to_string())[0]))
+        .collect();
+    assert_eq!(allowed, vec!['B', 'N'], "`boston` breaks the pattern");
+    let c = catalog(r#"{"type":"string","pattern":"^[A-Z]{3}$","const":"xxxx"}"#);
+    let Err(e) = engine.constraint(&c, &options, &req) else {
+        panic!("a const the pattern forbids compiled");
+    };
+    assert!(matches!(e, GrammarError::Unsupported { .. }), "{e}");
+}

@@ -42,7 +42,7 @@ pub use llama::{LlamaLm, LlamaSource};
 pub use planner::{Decoded, HopReport, Outcome, PlanRequest, Planner, Report, Sample, Source};
 /// The grammar errors a [`PlannerError::Grammar`] carries, so callers can match on them
 /// without depending on the grammar crate.
-pub use plansmith_grammar::GrammarError;
+pub use plansmith_grammar::{GrammarError, MAX_CALLS};
 pub use settings::{ConfidenceMode, PlannerMeta, PlannerSettings};
 pub use teacher::{Teacher, TeacherError};
 pub use tiny::TinyLm;

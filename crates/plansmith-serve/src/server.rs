@@ -511,6 +511,15 @@ pub fn parse_plan(body: &Object, catalog: &Arc<Catalog>) -> Result<PlanRequest, 
                 "`max_calls` must be at least 1",
             ))
         }
+        Some(m) if m > plansmith_planner::MAX_CALLS as u64 => {
+            return Err(ApiError::invalid(
+                "max_calls",
+                format!(
+                    "`max_calls` must be at most {} (got {m})",
+                    plansmith_planner::MAX_CALLS
+                ),
+            ))
+        }
         m => m.map(|m| m as usize),
     };
     let max_tokens = match params::opt_uint(body, "max_tokens")? {

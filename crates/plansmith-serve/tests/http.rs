@@ -107,6 +107,12 @@ async fn bad_input_gets_a_clear_error_and_the_server_stays_up() {
         ("plan: unknown field", "/v1/plan", json!({"request": "hi", "mesages": []}).to_string(), 400, Some("mesages"), "unknown field"),
         ("plan: unknown tool", "/v1/plan", json!({"request": "hi", "tool_choice": "launch_rocket"}).to_string(), 400, Some("tool_choice"), "launch_rocket"),
         ("plan: oversized", "/v1/plan", big, 413, None, "limit"),
+        // Found by plansmith-fuzz: a repetition count llguidance cannot hold was a 500.
+        ("plan: max_calls beyond any plan", "/v1/plan", json!({"request": "open safari", "max_calls": u64::MAX}).to_string(), 400, Some("max_calls"), "at most 64"),
+        // A schema the validator cannot compile is the catalog's fault, named where it is.
+        ("plan: description not a string", "/v1/plan",
+            json!({"request": "hi", "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"x": {"type": "string", "description": 0}}}}}]}).to_string(),
+            400, Some("tools[0].function.parameters.properties.x.description"), "JSON Schema"),
     ];
     for (what, route, body, status, param, fragment) in cases {
         let r = c

@@ -403,8 +403,15 @@ impl<'a> Gen<'a> {
             _ => return Err(unsupported(tool, path, "`enum` must be an array")),
         };
         let ts = types(schema);
+        // A value the schema's other keywords forbid (`pattern`, `minLength`, `maximum`, ...)
+        // must not be emitted: the grammar is never looser than the validator. (Imported
+        // catalogs are valid JSON Schema, so the validator compiles.)
+        let validator = jsonschema::validator_for(schema).ok();
         let mut alts = Vec::new();
         for v in values {
+            if validator.as_ref().is_some_and(|val| !val.is_valid(v)) {
+                continue;
+            }
             match self.surface {
                 Surface::Dsl => {
                     let s = match v {
@@ -429,7 +436,7 @@ impl<'a> Gen<'a> {
             return Err(unsupported(
                 tool,
                 path,
-                "no `enum`/`const` value is representable in this syntax",
+                "no `enum`/`const` value is representable in this syntax and valid under the schema",
             ));
         }
         Ok(alts)

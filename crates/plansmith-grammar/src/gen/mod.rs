@@ -39,6 +39,10 @@ use crate::regex::{self as rx, lit, repeat, JSON_CHAR};
 /// Largest array the DSL grammar can emit when the schema sets no `maxItems`.
 pub const DSL_ARRAY_CAP: usize = 16;
 
+/// Most calls one plan may hold: the bound every `max_calls` is checked against (a repetition
+/// count llguidance can represent, and more calls than any plan needs).
+pub const MAX_CALLS: usize = 64;
+
 const DSL_SAFE: &str = "[^()|=;\\n]";
 /// A [`DSL_SAFE`] character that is not whitespace: the first and last of a copied value.
 const DSL_SAFE_NON_SPACE: &str = "[^()|=;\\s]";
@@ -99,6 +103,12 @@ fn generate(
         ToolChoice::Auto | ToolChoice::Required => catalog.tools.iter().collect(),
     };
     let may_skip = matches!(options.tool_choice, ToolChoice::None | ToolChoice::Auto);
+    if options.max_calls > MAX_CALLS {
+        return Err(GrammarError::Invalid(format!(
+            "max_calls = {} is more than the {MAX_CALLS} calls a plan may hold",
+            options.max_calls
+        )));
+    }
     if !may_skip && options.max_calls == 0 {
         return Err(GrammarError::Invalid(
             "max_calls = 0 with a tool_choice that requires a call".into(),

@@ -1,0 +1,137 @@
+//! tokenizer.json loading (mutated HF tokenizers: a tokenizer or a typed error), and encode /
+//! decode of arbitrary text through a byte-level BPE (decode(encode(text)) == text).
+
+use plansmith_llama::Tokenizer;
+use serde_json::{json, Map, Value};
+
+use crate::mutate::{self, Rng};
+use crate::{Target, Verdict};
+
+pub struct TokenizerTarget {
+    seed: Value,
+    tokenizer: Tokenizer,
+}
+
+/// GPT-2's byte-to-character table: printable bytes stand for themselves, the rest are moved
+/// to code points from 256 up.
+fn byte_chars() -> Vec<char> {
+    let mut printable: Vec<u32> = (b'!' as u32..=b'~' as u32).collect();
+    printable.extend(0xA1..=0xAC);
+    printable.extend(0xAE..=0xFF);
+    let mut out = vec!['\0'; 256];
+    let mut next = 256u32;
+    for b in 0..256u32 {
+        out[b as usize] = if printable.contains(&b) {
+            char::from_u32(b).unwrap_or('?')
+        } else {
+            let c = char::from_u32(next).unwrap_or('?');
+            next += 1;
+            c
+        };
+    }
+    out
+}
+
+/// A byte-level BPE: every byte, a few merges, two special tokens.
+fn seed_json() -> Value {
+    let chars = byte_chars();
+    let mut vocab = Map::new();
+    for (i, c) in chars.iter().enumerate() {
+        vocab.insert(c.to_string(), json!(i));
+    }
+    let space = chars[b' ' as usize];
+    let merges = [
+        format!("{space} o"),
+        "o p".into(),
+        "e n".into(),
+        format!("{space}o p"),
+        format!("{space}op en"),
+        "t h".into(),
+        "th e".into(),
+    ];
+    let mut next = 256;
+    for m in &merges {
+        vocab.insert(m.replace(' ', ""), json!(next));
+        next += 1;
+    }
+    json!({
+        "version": "1.0",
+        "added_tokens": [
+            {"id": next, "content": "<|im_start|>", "special": true},
+            {"id": next + 1, "content": "<|im_end|>", "special": true}
+        ],
+        "normalizer": null,
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
+        "model": {"type": "BPE", "vocab": vocab, "merges": merges}
+    })
+}
+
+impl TokenizerTarget {
+    pub fn new() -> Result<Self, String> {
+        let seed = seed_json();
+        let tokenizer =
+            Tokenizer::from_hf_json(&seed).map_err(|e| format!("the seed tokenizer: {e}"))?;
+        Ok(TokenizerTarget { seed, tokenizer })
+    }
+}
+
+impl Target for TokenizerTarget {
+    fn name(&self) -> &'static str {
+        "tokenizer"
+    }
+
+    fn input(&mut self, rng: &mut Rng) -> Vec<u8> {
+        if rng.chance(0.5) {
+            let mut out = vec![0u8];
+            out.extend(mutate::json_bytes(rng, &self.seed, &self.seed));
+            out
+        } else {
+            let mut out = vec![1u8];
+            let r = 1 + rng.below(6);
+            let mut text =
+                mutate::text(rng, "open the file <|im_start|> then 12345 ok", r).into_bytes();
+            if rng.chance(0.3) {
+                let rounds = 1 + rng.below(4);
+                mutate::bytes(rng, &mut text, rounds, 0);
+            }
+            out.extend(text);
+            out
+        }
+    }
+
+    fn check(&mut self, input: &[u8]) -> Result<Verdict, String> {
+        let Some((&which, rest)) = input.split_first() else {
+            return Ok(Verdict::Refused);
+        };
+        if which == 0 {
+            let Ok(v) = serde_json::from_slice::<Value>(rest) else {
+                return Ok(Verdict::Refused);
+            };
+            let tok = match Tokenizer::from_hf_json(&v) {
+                Ok(t) => t,
+                Err(_) => return Ok(Verdict::Refused),
+            };
+            let ids = tok.encode("open the file <|im_start|> é 🙂", true, true);
+            let n = tok.vocab_size() as u32;
+            if let Some(bad) = ids.iter().find(|&&i| i >= n) {
+                return Err(format!(
+                    "encode produced id {bad} outside a vocabulary of {n}"
+                ));
+            }
+            let _ = tok.decode(&ids, false);
+            return Ok(Verdict::Accepted);
+        }
+        // Arbitrary bytes, as a request would reach us (lossily decoded), round-trip.
+        let text = String::from_utf8_lossy(rest);
+        let ids = self.tokenizer.encode(&text, false, false);
+        let back = self
+            .tokenizer
+            .decode(&ids, false)
+            .map_err(|e| format!("decode of encode failed: {e}"))?;
+        if back != text {
+            return Err(format!("round trip changed {text:?} into {back:?}"));
+        }
+        let _ = self.tokenizer.encode(&text, true, true);
+        Ok(Verdict::Accepted)
+    }
+}

@@ -1,0 +1,79 @@
+//! The short fuzz budget CI runs: every target, a fixed seed, no finding allowed. The long
+//! runs (>= 1,000,000 inputs per target) are documented in docs/results/reliability.md.
+
+use plansmith_fuzz::targets::{make, TARGETS};
+
+/// Inputs per target: enough to pass every mutation kind many times, small enough for a debug
+/// build in CI (the HTTP and planner targets plan with the real embedded planner).
+fn cases(target: &str) -> u64 {
+    match target {
+        "http" => 3_000,
+        "planner" => 1_000,
+        "gguf" => 3_000,
+        "grammar" => 5_000,
+        _ => 10_000,
+    }
+}
+
+#[test]
+fn every_target_survives_its_short_budget() {
+    let mut failures = Vec::new();
+    for (name, _) in TARGETS {
+        let mut target = make(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let report = plansmith_fuzz::run(target.as_mut(), 2026, cases(name), |_, _| {});
+        println!(
+            "{name}: {} cases, {} accepted, {} refused, {} findings, {:.1} s",
+            report.cases,
+            report.accepted,
+            report.refused,
+            report.findings.len(),
+            report.seconds
+        );
+        assert_eq!(report.cases, cases(name));
+        // A target whose inputs never get past the first check tests nothing.
+        assert!(report.accepted > 0, "{name}: no input was accepted");
+        assert!(report.refused > 0, "{name}: no input was refused");
+        for f in report.findings.iter().take(3) {
+            failures.push(format!("{name} case {}: {}", f.case, f.what));
+        }
+    }
+    assert!(failures.is_empty(), "findings:\n{}", failures.join("\n"));
+}
+
+#[test]
+fn a_run_replays_from_its_seed() {
+    let mut a = make("catalog").unwrap();
+    let mut b = make("catalog").unwrap();
+    let ra = plansmith_fuzz::run(a.as_mut(), 9, 300, |_, _| {});
+    let rb = plansmith_fuzz::run(b.as_mut(), 9, 300, |_, _| {});
+    assert_eq!((ra.accepted, ra.refused), (rb.accepted, rb.refused));
+    let mut rng = plansmith_fuzz::Rng::new(1);
+    let x = a.input(&mut rng);
+    let mut rng = plansmith_fuzz::Rng::new(1);
+    assert_eq!(x, b.input(&mut rng));
+}
+
+/// The harness itself: a panicking target is a finding, not a crash of the run.
+#[test]
+fn panics_and_broken_invariants_are_findings() {
+    struct Bad;
+    impl plansmith_fuzz::Target for Bad {
+        fn name(&self) -> &'static str {
+            "bad"
+        }
+        fn input(&mut self, rng: &mut plansmith_fuzz::Rng) -> Vec<u8> {
+            vec![rng.below(3) as u8]
+        }
+        fn check(&mut self, input: &[u8]) -> Result<plansmith_fuzz::Verdict, String> {
+            match input[0] {
+                0 => panic!("boom"),
+                1 => Err("broken".into()),
+                _ => Ok(plansmith_fuzz::Verdict::Accepted),
+            }
+        }
+    }
+    let r = plansmith_fuzz::run(&mut Bad, 0, 300, |_, _| {});
+    assert!(r.findings.iter().any(|f| f.what == "panic: boom"));
+    assert!(r.findings.iter().any(|f| f.what == "broken"));
+    assert_eq!(r.accepted as usize + r.findings.len(), 300);
+}
