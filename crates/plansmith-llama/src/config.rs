@@ -38,6 +38,48 @@ impl LlamaConfig {
         }
     }
 
+    /// Check every size against what a model this runtime can hold may have, before anything
+    /// is allocated from it (a file's header can claim 2^60 layers or positions). On failure:
+    /// the field at fault and why.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        let within = |field: &'static str, v: usize, max: usize| {
+            if v == 0 || v > max {
+                Err((field, format!("{v} is outside 1..={max}")))
+            } else {
+                Ok(())
+            }
+        };
+        within("vocab_size", self.vocab_size, 1 << 22)?;
+        within("hidden_size", self.hidden_size, 1 << 17)?;
+        within("intermediate_size", self.intermediate_size, 1 << 19)?;
+        within("num_layers", self.num_layers, 1024)?;
+        within("num_heads", self.num_heads, 4096)?;
+        within("num_kv_heads", self.num_kv_heads, self.num_heads)?;
+        within("head_dim", self.head_dim, 1 << 12)?;
+        within("max_position", self.max_position, 1 << 21)?;
+        if self.head_dim % 2 != 0 {
+            return Err((
+                "head_dim",
+                format!("{} is odd (RoPE rotates pairs)", self.head_dim),
+            ));
+        }
+        if self.num_heads % self.num_kv_heads != 0 {
+            return Err((
+                "num_kv_heads",
+                format!(
+                    "{} does not divide {} heads",
+                    self.num_kv_heads, self.num_heads
+                ),
+            ));
+        }
+        for (field, v) in [("rope_theta", self.rope_theta), ("rms_eps", self.rms_eps)] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err((field, format!("{v} must be a positive number")));
+            }
+        }
+        Ok(())
+    }
+
     /// Bytes of KV cache per token (f32).
     pub fn kv_bytes_per_token(&self) -> usize {
         2 * self.num_layers * self.num_kv_heads * self.head_dim * 4

@@ -35,6 +35,24 @@ fn dtype_name(d: GgmlDType) -> String {
     format!("{d:?}")
 }
 
+/// The row length (innermost dimension) a quantized type's matmul kernels assume: the
+/// 32-value formats work on pairs of blocks, the K-quants on whole 256-value super-blocks.
+/// Checked when a tensor is read, so a file that breaks it is refused before a kernel runs on it
+/// (in release builds those kernels do not check, and a panic inside one poisons candle's shared
+/// scratch buffers for the whole process).
+fn row_multiple(dtype: GgmlDType) -> Option<usize> {
+    match dtype {
+        GgmlDType::F32 | GgmlDType::F16 | GgmlDType::BF16 => None,
+        GgmlDType::Q4_0
+        | GgmlDType::Q4_1
+        | GgmlDType::Q5_0
+        | GgmlDType::Q5_1
+        | GgmlDType::Q8_0
+        | GgmlDType::Q8_1 => Some(2 * dtype.block_size()),
+        _ => Some(dtype.block_size()),
+    }
+}
+
 impl GgufFile {
     /// Open and parse the header. Every tensor's data range is checked against the file
     /// size up front, so a truncated file fails here naming the first tensor that does not fit.
@@ -102,7 +120,24 @@ impl GgufFile {
                     path: self.path.clone(),
                     tensor: name.to_string(),
                 })?;
-        let elems = info.shape.elem_count();
+        // A header may claim dimensions whose product overflows: refuse it here, before a
+        // wrapped element count could pass the range check and reach a kernel.
+        let elems = info
+            .shape
+            .dims()
+            .iter()
+            .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+            .ok_or_else(|| LlamaError::TensorData {
+                path: self.path.clone(),
+                tensor: name.to_string(),
+                dtype: dtype_name(info.ggml_dtype),
+                bytes: 0,
+                offset: self.content.tensor_data_offset.saturating_add(info.offset),
+                reason: format!(
+                    "shape {:?} has more elements than memory can hold",
+                    info.shape.dims()
+                ),
+            })?;
         let bs = info.ggml_dtype.block_size();
         if elems % bs != 0 {
             return Err(LlamaError::TensorData {
@@ -114,7 +149,16 @@ impl GgufFile {
                 reason: format!("{elems} elements is not a multiple of the block size {bs}"),
             });
         }
-        let bytes = (elems / bs) as u64 * info.ggml_dtype.type_size() as u64;
+        let bytes = ((elems / bs) as u64)
+            .checked_mul(info.ggml_dtype.type_size() as u64)
+            .ok_or_else(|| LlamaError::TensorData {
+                path: self.path.clone(),
+                tensor: name.to_string(),
+                dtype: dtype_name(info.ggml_dtype),
+                bytes: 0,
+                offset: self.content.tensor_data_offset.saturating_add(info.offset),
+                reason: "the tensor's size in bytes overflows".into(),
+            })?;
         Ok((
             bytes,
             self.content.tensor_data_offset.saturating_add(info.offset),
@@ -178,6 +222,15 @@ impl GgufFile {
             offset,
             reason,
         };
+        if let Some(need) = row_multiple(dtype) {
+            let row = dims.last().copied().unwrap_or(0);
+            if row % need != 0 {
+                return Err(err(format!(
+                    "rows of {row} values: the {} kernels need a multiple of {need}",
+                    dtype_name(dtype)
+                )));
+            }
+        }
         let mut raw = vec![0u8; bytes as usize];
         self.reader
             .seek(SeekFrom::Start(offset))
@@ -371,6 +424,21 @@ impl GgufFile {
             max_position: self.opt_usize(&k("context_length"))?.unwrap_or(2048),
             tie_embeddings: !self.has_tensor("output.weight"),
         };
+        cfg.check().map_err(|(field, reason)| {
+            let key = match field {
+                "vocab_size" => "vocab_size",
+                "hidden_size" => "embedding_length",
+                "intermediate_size" => "feed_forward_length",
+                "num_layers" => "block_count",
+                "num_heads" => "attention.head_count",
+                "num_kv_heads" => "attention.head_count_kv",
+                "head_dim" => "attention.key_length",
+                "max_position" => "context_length",
+                "rope_theta" => "rope.freq_base",
+                _ => "attention.layer_norm_rms_epsilon",
+            };
+            self.meta_err(&k(key), reason)
+        })?;
         Ok(cfg)
     }
 }

@@ -236,11 +236,20 @@ impl HfConfig {
             max_position: usize_key("max_position_embeddings")?.unwrap_or(2048),
             tie_embeddings: tie,
         };
-        if config.vocab_size == 0 || config.num_layers == 0 || config.max_position == 0 {
-            return Err(err(
-                "vocab_size",
-                "vocab_size, num_hidden_layers and max_position_embeddings must be positive".into(),
-            ));
+        if let Err((field, reason)) = config.check() {
+            let key = match field {
+                "hidden_size" => "hidden_size",
+                "intermediate_size" => "intermediate_size",
+                "num_layers" => "num_hidden_layers",
+                "num_heads" => "num_attention_heads",
+                "num_kv_heads" => "num_key_value_heads",
+                "head_dim" => "head_dim",
+                "max_position" => "max_position_embeddings",
+                "rope_theta" => "rope_theta",
+                "rms_eps" => "rms_norm_eps",
+                _ => "vocab_size",
+            };
+            return Err(err(key, reason));
         }
         Ok(Self {
             arch,

@@ -132,3 +132,105 @@ fn tiny_gguf_loads_and_mismatched_shape_is_typed() {
     assert!(msg.contains("blk.0.attn_q.weight"), "{msg}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Write a tiny GGUF with the given metadata overrides and tensor dtype.
+fn write_with(path: &std::path::Path, extra: &[(&str, Value)], dtype: GgmlDType, d: usize) {
+    let dev = Device::Cpu;
+    let mut md: Vec<(String, Value)> = vec![
+        ("general.architecture".into(), Value::String("llama".into())),
+        ("llama.block_count".into(), Value::U32(1)),
+        ("llama.context_length".into(), Value::U32(64)),
+        ("llama.embedding_length".into(), Value::U32(d as u32)),
+        ("llama.feed_forward_length".into(), Value::U32(2 * d as u32)),
+        ("llama.attention.head_count".into(), Value::U32(2)),
+        ("llama.rope.freq_base".into(), Value::F32(10000.0)),
+        (
+            "llama.attention.layer_norm_rms_epsilon".into(),
+            Value::F32(1e-5),
+        ),
+        ("llama.vocab_size".into(), Value::U32(64)),
+    ];
+    for (k, v) in extra {
+        md.retain(|(key, _)| key != k);
+        md.push((k.to_string(), v.clone()));
+    }
+    let t = Tensor::randn(0f32, 0.1, vec![64, d], &dev).unwrap();
+    let q = QTensor::quantize(&t, dtype).unwrap();
+    let mut f = std::fs::File::create(path).unwrap();
+    let md_refs: Vec<(&str, &Value)> = md.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    gguf_file::write(&mut f, &md_refs, &[("token_embd.weight", &q)]).unwrap();
+}
+
+/// Found by plansmith-fuzz: header numbers were trusted before anything checked them. A
+/// block count or context length of 2^32 asked for terabytes (an abort, not an error); a
+/// shape whose product overflows wrapped past the range check; a 32-value row reached a
+/// kernel that works on pairs of blocks (a panic that poisoned candle's shared scratch
+/// buffers for the process). Each is a typed error now, before any allocation or kernel.
+#[test]
+fn hostile_headers_are_refused_before_any_allocation_or_kernel() {
+    let dir = common::temp_dir("hostile");
+    let p = dir.join("h.gguf");
+    for (key, value, named) in [
+        (
+            "llama.block_count",
+            Value::U32(u32::MAX),
+            "llama.block_count",
+        ),
+        (
+            "llama.context_length",
+            Value::U64(1 << 40),
+            "llama.context_length",
+        ),
+        ("llama.vocab_size", Value::U32(0), "llama.vocab_size"),
+        (
+            "llama.rope.freq_base",
+            Value::F32(f32::NAN),
+            "llama.rope.freq_base",
+        ),
+    ] {
+        write_with(&p, &[(key, value)], GgmlDType::F32, 64);
+        let g = GgufFile::open(&p).unwrap();
+        let err = g.llama_config().unwrap_err();
+        assert!(
+            matches!(err, LlamaError::Metadata { .. }) && err.to_string().contains(named),
+            "{key}: {err}"
+        );
+    }
+    // A Q8_0 matrix with rows of 32 values: refused when read, naming the tensor.
+    write_with(&p, &[], GgmlDType::Q8_0, 32);
+    let mut g = GgufFile::open(&p).unwrap();
+    let err = g.tensor("token_embd.weight", None).unwrap_err();
+    assert!(
+        err.to_string().contains("token_embd.weight") && err.to_string().contains("multiple of 64"),
+        "{err}"
+    );
+    // Rows of 64 are fine.
+    write_with(&p, &[], GgmlDType::Q8_0, 64);
+    GgufFile::open(&p)
+        .unwrap()
+        .tensor("token_embd.weight", None)
+        .unwrap();
+    // Dimensions whose product overflows: patch the tensor info's two u64 dims to 2^62.
+    let mut bytes = std::fs::read(&p).unwrap();
+    let name = b"token_embd.weight";
+    let at = bytes
+        .windows(name.len())
+        .position(|w| w == name)
+        .expect("the tensor info names the tensor");
+    let dims = at + name.len() + 4; // after the name: n_dims (u32), then the dims (u64 each)
+    for i in 0..2 {
+        bytes[dims + 8 * i..dims + 8 * i + 8].copy_from_slice(&(1u64 << 62).to_le_bytes());
+    }
+    std::fs::write(&p, &bytes).unwrap();
+    match GgufFile::open(&p) {
+        Err(e) => assert!(
+            matches!(
+                e,
+                LlamaError::TensorData { .. } | LlamaError::GgufHeader { .. }
+            ),
+            "{e}"
+        ),
+        Ok(_) => panic!("a shape of 2^124 elements was accepted"),
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

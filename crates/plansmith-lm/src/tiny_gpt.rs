@@ -84,6 +84,24 @@ impl TinyGptConfig {
         if self.d_model == 0 || self.n_layer == 0 || self.n_head == 0 || self.block == 0 {
             return bad("d_model, n_layer, n_head and block must all be > 0".into());
         }
+        // Upper bounds before anything is allocated from these numbers (a planner.json is
+        // input: it may claim 2^60 layers).
+        for (name, v, max) in [
+            ("vocab", self.vocab, 1usize << 22),
+            ("d_model", self.d_model, 1 << 15),
+            ("n_layer", self.n_layer, 1024),
+            ("n_head", self.n_head, 1024),
+            ("block", self.block, 1 << 20),
+        ] {
+            if v > max {
+                return bad(format!("{name} = {v} is more than {max}"));
+            }
+        }
+        if !(self.rope_theta.is_finite() && self.rope_theta > 0.0)
+            || !(self.ln_eps.is_finite() && self.ln_eps > 0.0)
+        {
+            return bad("rope_theta and ln_eps must be positive numbers".into());
+        }
         if !self.d_model.is_multiple_of(self.n_head) {
             return bad(format!(
                 "d_model ({}) must be divisible by n_head ({})",
@@ -101,6 +119,19 @@ impl TinyGptConfig {
 
     fn head_dim(&self) -> usize {
         self.d_model / self.n_head
+    }
+
+    /// Scalar parameters a model of this configuration has (`None` when it overflows);
+    /// call [`TinyGptConfig::validate`] first.
+    pub fn param_count(&self) -> Option<usize> {
+        param_specs(self)
+            .iter()
+            .try_fold(0usize, |acc, (_, shape, _)| {
+                shape
+                    .iter()
+                    .try_fold(1usize, |a, &d| a.checked_mul(d))
+                    .and_then(|n| acc.checked_add(n))
+            })
     }
 }
 

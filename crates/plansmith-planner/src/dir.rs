@@ -155,6 +155,21 @@ impl Planner {
                 "a tiny_gpt planner needs `model` and `codec`",
             ));
         };
+        // The weights file bounds the model: a manifest describing more parameters than
+        // model.safetensors holds (f32, 4 bytes each) is refused before any allocation.
+        config
+            .validate()
+            .map_err(|e| dir_err(&origin.join(MANIFEST), e.to_string()))?;
+        let params = config.param_count().unwrap_or(usize::MAX);
+        if params.saturating_mul(4) > weights.len() {
+            return Err(dir_err(
+                &origin.join(MANIFEST),
+                format!(
+                    "`model` describes {params} parameters but {WEIGHTS} holds {} bytes",
+                    weights.len()
+                ),
+            ));
+        }
         let device = Device::Cpu;
         let tensors: HashMap<String, candle_core::Tensor> =
             candle_core::safetensors::load_buffer(weights, &device)

@@ -24,7 +24,7 @@ fn tiny_gguf() -> Result<Vec<u8>, String> {
     let e = |x: candle_core::Error| x.to_string();
     let dev = Device::Cpu;
     let (d, ff, nh, nkv, hd, vocab, layers) =
-        (32usize, 64usize, 4usize, 2usize, 8usize, 64usize, 2usize);
+        (64usize, 128usize, 4usize, 2usize, 16usize, 64usize, 2usize);
     let md: Vec<(String, GValue)> = vec![
         (
             "general.architecture".into(),
