@@ -43,7 +43,7 @@ impl Trace {
 
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
-    #[error("cannot access {path}")]
+    #[error("cannot access {path}: {source}")]
     Io {
         path: PathBuf,
         source: std::io::Error,
@@ -137,14 +137,23 @@ impl TraceWriter {
             message: e.to_string(),
         })?;
         line.push('\n');
+        let io = |source| TraceError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let end = self.file.metadata().map_err(io)?.len();
         // One write call per line keeps concurrent appenders from interleaving within a line.
-        self.file
+        let written = self
+            .file
             .write_all(line.as_bytes())
-            .and_then(|_| self.file.sync_data())
-            .map_err(|source| TraceError::Io {
-                path: self.path.clone(),
-                source,
-            })
+            .and_then(|_| self.file.sync_data());
+        if let Err(e) = written {
+            // A full disk can take part of the line: cut it off again, so the file never ends
+            // in a torn trace and the next append starts on a line of its own.
+            let _ = self.file.set_len(end);
+            return Err(io(e));
+        }
+        Ok(())
     }
 
     pub fn path(&self) -> &Path {

@@ -57,13 +57,13 @@ impl LlamaConfig {
         within("num_kv_heads", self.num_kv_heads, self.num_heads)?;
         within("head_dim", self.head_dim, 1 << 12)?;
         within("max_position", self.max_position, 1 << 21)?;
-        if self.head_dim % 2 != 0 {
+        if !self.head_dim.is_multiple_of(2) {
             return Err((
                 "head_dim",
                 format!("{} is odd (RoPE rotates pairs)", self.head_dim),
             ));
         }
-        if self.num_heads % self.num_kv_heads != 0 {
+        if !self.num_heads.is_multiple_of(self.num_kv_heads) {
             return Err((
                 "num_kv_heads",
                 format!(

@@ -97,9 +97,8 @@ impl TinyGptConfig {
                 return bad(format!("{name} = {v} is more than {max}"));
             }
         }
-        if !(self.rope_theta.is_finite() && self.rope_theta > 0.0)
-            || !(self.ln_eps.is_finite() && self.ln_eps > 0.0)
-        {
+        let positive = |x: f64| x.is_finite() && x > 0.0;
+        if !positive(self.rope_theta as f64) || !positive(self.ln_eps) {
             return bad("rope_theta and ln_eps must be positive numbers".into());
         }
         if !self.d_model.is_multiple_of(self.n_head) {

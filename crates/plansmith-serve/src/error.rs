@@ -143,6 +143,17 @@ impl ApiError {
         )
     }
 
+    /// A teacher answered but its trace could not be written (a full disk): a server fault.
+    /// The answer is not returned, so nothing is acknowledged that is not on disk.
+    pub fn harvest_failed(message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "server_error",
+            "harvest_failed",
+            message,
+        )
+    }
+
     pub fn unavailable(message: impl Into<String>) -> Self {
         Self::new(
             StatusCode::SERVICE_UNAVAILABLE,

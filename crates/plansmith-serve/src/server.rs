@@ -271,6 +271,9 @@ impl AppState {
             Ok(Err(e @ PlannerError::CatalogTooLong { .. })) if request_had_tools => {
                 Err(ApiError::invalid("tools", e.to_string()))
             }
+            Ok(Err(PlannerError::Trace(e))) => Err(ApiError::harvest_failed(format!(
+                "the teacher answered, but its answer could not be harvested, so it is not returned: {e}"
+            ))),
             Ok(Err(e)) => Err(ApiError::internal(format!("planning failed: {e}"))),
         }
     }
