@@ -936,9 +936,25 @@ impl Planner {
         temperature: f32,
         seed: u64,
     ) -> Result<Vec<Sample>, PlannerError> {
+        self.sample_until(request, n, temperature, seed, None)
+    }
+
+    /// [`Planner::sample`], drawing no further sample once `deadline` has passed (each draw is
+    /// bounded by the model's token budget), so `n` draws cannot hold a worker past it.
+    pub fn sample_until(
+        &self,
+        request: &str,
+        n: usize,
+        temperature: f32,
+        seed: u64,
+        deadline: Option<Instant>,
+    ) -> Result<Vec<Sample>, PlannerError> {
         let mut sampler = Sampler::new(temperature, seed);
         let mut out = Vec::with_capacity(n);
         for _ in 0..n {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
+            }
             let d = self.decode_free(request, None, &mut sampler)?;
             let valid = d.is_valid();
             let score = match (&d.plan, valid) {

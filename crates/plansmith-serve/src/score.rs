@@ -110,6 +110,7 @@ pub async fn sample(State(st): State<Arc<AppState>>, req: Request) -> Response {
             n: n as usize,
             temperature: temperature as f32,
             seed,
+            deadline: Some(std::time::Instant::now() + st.config().timeout),
         };
         let (done, _) = st.run(task, false).await?;
         let Done::Sample(samples) = done else {

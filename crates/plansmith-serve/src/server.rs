@@ -47,6 +47,9 @@ pub struct ServeConfig {
     pub max_body: usize,
     /// The model id `/v1/models` lists and responses carry.
     pub model_id: String,
+    /// Largest reply, in tokens, any request may have (None: the model's own budget); a
+    /// request's `max_tokens` is capped by it.
+    pub max_tokens: Option<usize>,
     /// Serve the playground page at `/ui` (`plansmith serve --no-ui` turns it off).
     pub ui: bool,
 }
@@ -64,6 +67,7 @@ impl Default for ServeConfig {
             timeout: Duration::from_secs(30),
             max_body: 1 << 20,
             model_id: "plansmith".into(),
+            max_tokens: None,
             ui: true,
         }
     }
@@ -85,6 +89,7 @@ pub enum Task {
         n: usize,
         temperature: f32,
         seed: u64,
+        deadline: Option<Instant>,
     },
 }
 
@@ -109,7 +114,8 @@ fn run_task(planner: &Planner, task: &Task) -> Job {
             n,
             temperature,
             seed,
-        } => Done::Sample(planner.sample(request, *n, *temperature, *seed)?),
+            deadline,
+        } => Done::Sample(planner.sample_until(request, *n, *temperature, *seed, *deadline)?),
     })
 }
 
@@ -214,6 +220,9 @@ impl AppState {
         // stopped waiting for does not keep it busy.
         let mut req = req;
         req.deadline = Some(Instant::now() + self.config.timeout);
+        if let Some(cap) = self.config.max_tokens {
+            req.max_tokens = Some(req.max_tokens.map_or(cap, |m| m.min(cap)));
+        }
         match self.run(Task::Plan(req), request_had_tools).await? {
             (Done::Plan(o), waited) => {
                 for h in &o.hops {

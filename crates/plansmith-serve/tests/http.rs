@@ -1041,3 +1041,23 @@ async fn a_request_token_budget_is_enforced() {
     }
     server.shutdown().await.unwrap();
 }
+
+/// The server's `max_tokens` caps every request's budget, asked for or not: a larger
+/// per-request `max_tokens` does not lift it.
+#[tokio::test]
+async fn the_server_token_cap_bounds_every_request() {
+    let server = start(|c| c.max_tokens = Some(2)).await;
+    let mut c = Client::new(server.addr);
+    for body in [
+        json!({"request": "open safari"}),
+        json!({"request": "open safari", "max_tokens": 10_000}),
+    ] {
+        let v = c.post_json("/v1/plan", &body).await.unwrap().json();
+        assert_eq!(v["escalated"], true, "{v}");
+        assert!(
+            v["reason"].as_str().unwrap().contains("token budget"),
+            "{v}"
+        );
+    }
+    server.shutdown().await.unwrap();
+}

@@ -31,9 +31,15 @@ pub struct ServeArgs {
     /// Requests that may wait for a worker; more are answered 429.
     #[arg(long, default_value_t = 64)]
     pub queue: usize,
-    /// Per-request limit on waiting + planning, in milliseconds; beyond it, 504.
+    /// Per-request limit on waiting + planning, in milliseconds; beyond it, 504. It is also
+    /// the decode deadline: a worker stops decoding (or sampling) a request at it.
     #[arg(long, default_value_t = 30_000)]
     pub timeout_ms: u64,
+    /// Largest reply in tokens any request may have (default: the model's own budget — the
+    /// tiny planner's context, 256 for a pretrained model). A request's `max_tokens` is capped
+    /// by it; a plan still being written at its budget escalates ("token budget reached").
+    #[arg(long)]
+    pub max_tokens: Option<usize>,
     /// Largest request body in bytes; larger ones are answered 413.
     #[arg(long, default_value_t = 1 << 20)]
     pub max_body: usize,
@@ -52,6 +58,9 @@ impl ServeArgs {
         }
         if self.workers == Some(0) {
             anyhow::bail!("--workers must be at least 1");
+        }
+        if self.max_tokens == Some(0) {
+            anyhow::bail!("--max-tokens must be at least 1");
         }
         let tools = self
             .tools
@@ -78,6 +87,7 @@ impl ServeArgs {
             timeout: Duration::from_millis(self.timeout_ms),
             max_body: self.max_body,
             model_id,
+            max_tokens: self.max_tokens,
             ui: !self.no_ui,
         })
     }
