@@ -1061,3 +1061,28 @@ async fn the_server_token_cap_bounds_every_request() {
     }
     server.shutdown().await.unwrap();
 }
+
+/// The reproduction verbatim: the embedded planner's own catalog, 300 parentheses,
+/// `say` named. It was a 500; it is the client's problem, reported as an escalation.
+#[tokio::test]
+async fn the_parentheses_reproduction_on_the_embedded_planner() {
+    let planner = std::sync::Arc::new(plansmith_planner::default_planner().unwrap());
+    let config = ServeConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        workers: 1,
+        ..ServeConfig::default()
+    };
+    let server = spawn(planner, config).await.unwrap();
+    let mut c = Client::new(server.addr);
+    let body = json!({"request": "(".repeat(300),
+                      "tool_choice": {"type": "function", "function": {"name": "say"}}});
+    let r = c.post_json("/v1/plan", &body).await.unwrap();
+    assert!(r.status < 500, "{}", r.text());
+    let v = r.json();
+    assert_eq!(
+        (v["escalated"].clone(), v["calls"].clone()),
+        (json!(true), json!([])),
+        "{v}"
+    );
+    server.shutdown().await.unwrap();
+}
