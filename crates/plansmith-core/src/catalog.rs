@@ -498,8 +498,16 @@ fn check_required_declared(schema: &Value, path: &str) -> Result<(), CatalogErro
 /// a string): the plan validator compiles it later, and a catalog it cannot compile must be
 /// refused here, naming the place, rather than fail at planning time.
 fn check_meta_schema(parameters: &Value, schema_path: &str) -> Result<(), CatalogError> {
-    let Err(e) = jsonschema::meta::validate(parameters) else {
-        return Ok(());
+    let e = match jsonschema::meta::validate(parameters) {
+        Err(e) => e,
+        // The meta-schema does not check that a `pattern` is a regex; compiling does.
+        Ok(()) if parameters.to_string().contains("\"pattern") => {
+            match jsonschema::validator_for(parameters) {
+                Ok(_) => return Ok(()),
+                Err(e) => e,
+            }
+        }
+        Ok(()) => return Ok(()),
     };
     let mut path = schema_path.to_string();
     for seg in e.instance_path().to_string().split('/').skip(1) {

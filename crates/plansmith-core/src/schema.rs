@@ -239,9 +239,9 @@ pub fn check_object_schema(schema: &Value, path: &str) -> Result<(), SchemaProbl
             ),
         ));
     }
-    // The arguments object is built key by key from `properties`: a whole-object `enum` or
-    // `const` could only be honoured by ignoring it, so it is refused.
-    for key in ["enum", "const"] {
+    // The arguments object is built key by key from `properties`: a whole-object `enum`,
+    // `const` or combinator could only be honoured by ignoring it, so it is refused.
+    for key in ["enum", "const", "anyOf", "oneOf", "allOf", "not"] {
         if schema.get(key).is_some() {
             return Err(problem(
                 &format!("{path}.{key}"),

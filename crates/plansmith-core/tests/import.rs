@@ -182,6 +182,14 @@ fn fuzz_regressions_schemas_the_validator_or_grammar_could_not_honour() {
         e.contains("`const` on the arguments object") && e.contains("$[0].inputSchema.const"),
         "{e}"
     );
+    // A `pattern` that is not a regex (found by the long grammar run).
+    let e = err(
+        r#"[{"name":"x","parameters":{"type":"object","properties":{"code":{"type":"string","pattern":"["}}}}]"#,
+    );
+    assert!(
+        e.contains("not valid JSON Schema") && e.contains("$[0].parameters"),
+        "{e}"
+    );
     // Every accepted catalog compiles into a validator.
     let ok = Catalog::from_json_str(
         r#"[{"name":"x","parameters":{"type":"object","properties":{"n":{"type":"integer","minimum":1}}}}]"#,

@@ -32,6 +32,10 @@ struct Args {
     /// List the targets and what each covers.
     #[arg(long)]
     list: bool,
+    /// Feed these saved inputs (findings) to the target instead of generating any; print
+    /// what each does now.
+    #[arg(long, num_args = 1..)]
+    replay: Vec<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -41,6 +45,47 @@ fn main() -> ExitCode {
             println!("{name:10} {about}");
         }
         return ExitCode::SUCCESS;
+    }
+    if !args.replay.is_empty() {
+        let mut target = match make(&args.target) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let mut open = 0;
+        for path in &args.replay {
+            let input = match std::fs::read(path) {
+                Ok(b) => b,
+                Err(e) => {
+                    eprintln!("error: cannot read {}: {e}", path.display());
+                    return ExitCode::from(2);
+                }
+            };
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| target.check(&input)));
+            let what = match r {
+                Ok(Ok(_)) => "ok".to_string(),
+                Ok(Err(w)) => {
+                    open += 1;
+                    w
+                }
+                Err(_) => {
+                    open += 1;
+                    "panic".into()
+                }
+            };
+            println!(
+                "{}: {}",
+                path.display(),
+                what.chars().take(200).collect::<String>()
+            );
+        }
+        return if open > 0 {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        };
     }
     let names: Vec<&str> = if args.target == "all" {
         TARGETS.iter().map(|t| t.0).collect()

@@ -569,3 +569,40 @@ fn enum_values_the_schema_forbids_are_not_emitted() {
     };
     assert!(matches!(e, GrammarError::Unsupported { .. }), "{e}");
 }
+
+/// Found by the long grammar run: `maxLength` / `maxItems` near 2^64 wrote repetition counts
+/// llguidance cannot parse. Above the count cap an upper bound is no bound, a lower bound is a
+/// typed refusal.
+#[test]
+fn huge_length_and_item_bounds() {
+    let engine = Engine::new(char_env()).unwrap();
+    let catalog = |prop: &str| {
+        Catalog::from_json_str(&format!(
+            r#"[{{"name":"f","parameters":{{"type":"object","properties":{{"x":{prop}}},"required":["x"]}}}}]"#
+        ))
+        .unwrap()
+    };
+    for syntax in [Syntax::Dsl, Syntax::JsonArray] {
+        let options = Options::new(syntax);
+        for prop in [
+            r#"{"type":"string","maxLength":18446744073709551615}"#,
+            r#"{"type":"array","items":{"type":"string"},"maxItems":9223372036854775807}"#,
+        ] {
+            engine
+                .prepare(&catalog(prop), &options)
+                .unwrap_or_else(|e| panic!("{syntax:?} {prop}: {e}"));
+        }
+        for prop in [
+            r#"{"type":"string","minLength":18446744073709551615}"#,
+            r#"{"type":"array","items":{"type":"string"},"minItems":9223372036854775807,"maxItems":9223372036854775807}"#,
+        ] {
+            let Err(e) = engine.prepare(&catalog(prop), &options) else {
+                panic!("{syntax:?} {prop}: compiled");
+            };
+            assert!(
+                matches!(e, GrammarError::Unsupported { .. }),
+                "{syntax:?} {prop}: {e}"
+            );
+        }
+    }
+}

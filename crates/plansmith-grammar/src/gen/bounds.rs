@@ -98,6 +98,29 @@ pub(super) fn get_usize(schema: &Value, key: &str) -> Option<usize> {
     schema.get(key).and_then(Value::as_u64).map(|v| v as usize)
 }
 
+/// Largest length or item count the grammar writes out: no plan is ever that long (every token
+/// budget stops far earlier), and llguidance cannot parse repetition counts near 2^64.
+pub(super) const COUNT_CAP: usize = 1 << 16;
+
+/// An upper bound (`maxLength`, `maxItems`); one beyond [`COUNT_CAP`] bounds nothing a plan
+/// can reach, so it is read as no bound.
+pub(super) fn get_max(schema: &Value, key: &str) -> Option<usize> {
+    get_usize(schema, key).filter(|&v| v <= COUNT_CAP)
+}
+
+/// A lower bound (`minLength`, `minItems`); one beyond [`COUNT_CAP`] no plan can meet, which
+/// is refused rather than compiled into a grammar nothing can finish.
+pub(super) fn get_min(tool: &str, path: &str, schema: &Value, key: &str) -> R<usize> {
+    match get_usize(schema, key) {
+        Some(v) if v > COUNT_CAP => Err(unsupported(
+            tool,
+            path,
+            format!("`{key}` = {v}: more than a plan can hold ({COUNT_CAP})"),
+        )),
+        v => Ok(v.unwrap_or(0)),
+    }
+}
+
 /// (lower, upper) bounds with exclusivity, from minimum/maximum/exclusive* (draft 4 and 6+).
 pub(super) type Bound = Option<(f64, bool)>;
 pub(super) fn bounds(schema: &Value) -> (Bound, Bound) {

@@ -490,8 +490,8 @@ impl<'a> Gen<'a> {
         path: &str,
         schema: &Value,
     ) -> R<(usize, Option<usize>)> {
-        let min = get_usize(schema, "minLength").unwrap_or(0);
-        let max = get_usize(schema, "maxLength");
+        let min = get_min(tool, path, schema, "minLength")?;
+        let max = get_max(schema, "maxLength");
         let min = if self.surface == Surface::Dsl {
             min.max(1)
         } else {
@@ -614,7 +614,7 @@ impl<'a> Gen<'a> {
         let items = schema
             .get("items")
             .ok_or_else(|| unsupported(tool, path, "array without `items`"))?;
-        let min = get_usize(schema, "minItems").unwrap_or(0);
+        let min = get_min(tool, path, schema, "minItems")?;
         let item = match self.value(tool, path, items) {
             Ok(i) => i,
             Err(GenErr::Impossible) if min == 0 => return Ok("\"[\" \"]\"".into()),
@@ -625,7 +625,7 @@ impl<'a> Gen<'a> {
         } else {
             item
         };
-        let max = get_usize(schema, "maxItems");
+        let max = get_max(schema, "maxItems");
         if max.is_some_and(|m| m < min) {
             return Err(unsupported(tool, path, "minItems > maxItems"));
         }
@@ -884,8 +884,8 @@ impl<'a> Gen<'a> {
         let items = schema
             .get("items")
             .ok_or_else(|| unsupported(tool, path, "array without `items`"))?;
-        let min = get_usize(schema, "minItems").unwrap_or(0).max(1);
-        let cap = get_usize(schema, "maxItems")
+        let min = get_min(tool, path, schema, "minItems")?.max(1);
+        let cap = get_max(schema, "maxItems")
             .unwrap_or(DSL_ARRAY_CAP)
             .min(DSL_ARRAY_CAP.max(min));
         if cap == 0 {
