@@ -6,13 +6,16 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use plansmith_fuzz::targets::{make, TARGETS};
+use plansmith_fuzz::{Event, Span};
 
 #[derive(Parser)]
 #[command(
     name = "plansmith-fuzz",
     about = "Feed plansmith's parsers and HTTP routes mutated inputs; report panics and broken invariants.",
-    after_help = "Targets:\n  catalog, plan, traces, chat, grammar, planner, gguf, tokenizer, http (or `all`).\n\nA finding is saved as FINDINGS/<target>/case-<n>.bin with a .txt saying what broke; rerun one case with --seed S --from N --cases 1."
+    after_help = "Targets:\n  catalog, plan, traces, chat, grammar, planner, gguf, tokenizer, http (or `all`).\n\nA finding is saved as FINDINGS/<target>/case-<n>.bin with a .txt saying what broke, as soon as it\nis found; rerun one case with --seed S --from N --cases 1, or feed the saved file with --replay.\n\nA case's budget is charged in CPU time (a run sharing its cores is not a finding); a case also\ncounts when its wall-clock time passes ten budgets (it was blocked). SIGINT or SIGTERM stops a run\nafter the case in progress and prints the counts so far (marked stopped)."
 )]
 struct Args {
     /// A target name, or `all`.
@@ -23,6 +26,9 @@ struct Args {
     /// Seed of the run (the same seed replays the same inputs).
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// First case number: `--from N --cases 1` replays case N of the seed alone.
+    #[arg(long, default_value_t = 0)]
+    from: u64,
     /// Where findings are written.
     #[arg(long, default_value = "fuzz-findings")]
     findings: PathBuf,
@@ -38,8 +44,14 @@ struct Args {
     replay: Vec<PathBuf>,
 }
 
+/// Set by SIGINT / SIGTERM: the run ends after the case in progress.
+static STOP: AtomicBool = AtomicBool::new(false);
+
 fn main() -> ExitCode {
     let args = Args::parse();
+    if let Err(e) = ctrlc::set_handler(|| STOP.store(true, Ordering::SeqCst)) {
+        eprintln!("warning: cannot catch SIGINT/SIGTERM ({e}); a stopped run prints nothing");
+    }
     if args.list {
         for (name, about) in TARGETS {
             println!("{name:10} {about}");
@@ -95,8 +107,8 @@ fn main() -> ExitCode {
     let mut failed = false;
     if !args.json {
         println!(
-            "{:10} {:>10} {:>10} {:>10} {:>8} {:>9} {:>10}",
-            "target", "cases", "accepted", "refused", "findings", "seconds", "slowest ms"
+            "{:10} {:>10} {:>10} {:>10} {:>8} {:>9} {:>14}",
+            "target", "cases", "accepted", "refused", "findings", "seconds", "slowest CPU ms"
         );
     }
     for name in names {
@@ -107,31 +119,50 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-        let report = plansmith_fuzz::run(target.as_mut(), args.seed, args.cases, |done, r| {
-            if !args.json && done % 10_000 == 0 {
+        let span = Span {
+            seed: args.seed,
+            from: args.from,
+            cases: args.cases,
+        };
+        let mut saved = 0usize;
+        let report = plansmith_fuzz::run_span(target.as_mut(), span, &STOP, |event| match event {
+            Event::Finding(f) => match plansmith_fuzz::save_finding(name, f, &args.findings) {
+                Ok(_) => saved += 1,
+                Err(e) => eprintln!("error: cannot save finding of case {}: {e}", f.case),
+            },
+            Event::Progress(r) if r.cases % 10_000 == 0 => {
                 eprint!(
-                    "\r{name}: {done}/{} cases, {} findings",
+                    "\r{name}: {}/{} cases, {} findings, {:.0} s",
+                    r.cases,
                     args.cases,
-                    r.findings.len()
+                    r.findings.len(),
+                    r.seconds
                 );
                 let _ = std::io::stderr().flush();
             }
+            Event::Progress(_) => {}
         });
-        if !args.json && args.cases >= 10_000 {
+        if report.cases >= 10_000 {
             eprintln!();
+        }
+        if report.stopped {
+            eprintln!(
+                "{name}: stopped after {} of {} cases",
+                report.cases, args.cases
+            );
         }
         if args.json {
             println!("{}", report.to_json());
         } else {
             println!(
-                "{:10} {:>10} {:>10} {:>10} {:>8} {:>9.1} {:>10.1}",
+                "{:10} {:>10} {:>10} {:>10} {:>8} {:>9.1} {:>14.1}",
                 report.target,
                 report.cases,
                 report.accepted,
                 report.refused,
                 report.findings.len(),
                 report.seconds,
-                report.slowest_ms
+                report.slowest_cpu_ms
             );
             for f in report.findings.iter().take(5) {
                 println!(
@@ -143,14 +174,13 @@ fn main() -> ExitCode {
         }
         if !report.findings.is_empty() {
             failed = true;
-            match plansmith_fuzz::save_findings(&report, &args.findings) {
-                Ok(paths) => eprintln!(
-                    "{} findings saved under {}",
-                    paths.len(),
-                    args.findings.join(name).display()
-                ),
-                Err(e) => eprintln!("error: cannot save findings: {e}"),
-            }
+            eprintln!(
+                "{saved} findings saved under {}",
+                args.findings.join(name).display()
+            );
+        }
+        if report.stopped {
+            break;
         }
     }
     if failed {

@@ -104,3 +104,44 @@ fn saved_regressions_pass() {
         root.display()
     );
 }
+
+mod probe;
+use probe::probe;
+
+/// `--from N --cases 1` feeds exactly case N of the seed's run.
+#[test]
+fn a_case_replays_alone_from_its_number() {
+    let never = std::sync::atomic::AtomicBool::new(false);
+    let mut all = probe(0, 0);
+    plansmith_fuzz::run(&mut all, 7, 20, |_, _| {});
+    let mut one = probe(0, 0);
+    let span = plansmith_fuzz::Span {
+        seed: 7,
+        from: 13,
+        cases: 1,
+    };
+    let r = plansmith_fuzz::run_span(&mut one, span, &never, |_| {});
+    assert_eq!((r.from, r.cases), (13, 1));
+    assert_eq!(one.seen, vec![all.seen[13].clone()]);
+}
+
+/// A stop request (SIGINT / SIGTERM in the binary) ends the run with the counts so far.
+#[test]
+fn a_stopped_run_reports_what_ran() {
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let mut p = probe(0, 0);
+    let span = plansmith_fuzz::Span {
+        seed: 1,
+        from: 0,
+        cases: 1_000_000,
+    };
+    let r = plansmith_fuzz::run_span(&mut p, span, &stop, |e| {
+        if let plansmith_fuzz::Event::Progress(r) = e {
+            if r.cases == 2_000 {
+                stop.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+    });
+    assert!(r.stopped);
+    assert_eq!((r.cases, r.accepted), (2_000, 2_000));
+}
