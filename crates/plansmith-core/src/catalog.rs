@@ -418,6 +418,7 @@ fn import_tool(item: &Value, path: &str) -> Result<(Tool, CatalogFormat), Catalo
         m.remove("strict");
     }
     check_meta_schema(&parameters, &schema_path)?;
+    check_patterns(&parameters, &schema_path)?;
     check_param_names(&parameters, &schema_path)?;
     check_required_declared(&parameters, &schema_path)?;
     let annotations = obj.get("annotations").cloned();
@@ -490,6 +491,35 @@ fn check_required_declared(schema: &Value, path: &str) -> Result<(), CatalogErro
         for (name, sub) in props {
             check_required_declared(sub, &format!("{path}.properties.{name}"))?;
         }
+    }
+    Ok(())
+}
+
+/// Every `pattern` must be an ECMA-262 regex where the grammar and the validator could read it
+/// differently (see [`crate::pattern`]).
+fn check_patterns(schema: &Value, path: &str) -> Result<(), CatalogError> {
+    match schema {
+        Value::Object(m) => {
+            for (k, v) in m {
+                let here = format!("{path}.{k}");
+                if let (true, Value::String(p)) = (k == "pattern", v) {
+                    if let Some(why) = crate::pattern::nothing_to_repeat(p) {
+                        return Err(CatalogError::invalid(
+                            here,
+                            format!("`pattern` {p:?} is not an ECMA-262 regex: {why}"),
+                        ));
+                    }
+                } else {
+                    check_patterns(v, &here)?;
+                }
+            }
+        }
+        Value::Array(a) => {
+            for (i, v) in a.iter().enumerate() {
+                check_patterns(v, &format!("{path}[{i}]"))?;
+            }
+        }
+        _ => {}
     }
     Ok(())
 }

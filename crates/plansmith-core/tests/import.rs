@@ -190,6 +190,17 @@ fn fuzz_regressions_schemas_the_validator_or_grammar_could_not_honour() {
         e.contains("not valid JSON Schema") && e.contains("$[0].parameters"),
         "{e}"
     );
+    // A `pattern` the validator compiles but ECMA-262 rejects, which the grammar read as 27
+    // letters and the validator as nothing (found by the long grammar run).
+    let e = err(
+        r#"[{"name":"x","parameters":{"type":"object","properties":{"code":{"type":"string","pattern":"^[A-Z]{3}{3}{3}$"}}}}]"#,
+    );
+    assert!(
+        e.contains("not an ECMA-262 regex")
+            && e.contains("nothing to repeat")
+            && e.contains("$[0].parameters.properties.code.pattern"),
+        "{e}"
+    );
     // Every accepted catalog compiles into a validator.
     let ok = Catalog::from_json_str(
         r#"[{"name":"x","parameters":{"type":"object","properties":{"n":{"type":"integer","minimum":1}}}}]"#,

@@ -90,7 +90,7 @@ fn main() -> ExitCode {
             println!(
                 "{}: {}",
                 path.display(),
-                what.chars().take(200).collect::<String>()
+                what.chars().take(2000).collect::<String>()
             );
         }
         return if open > 0 {

@@ -570,6 +570,31 @@ fn enum_values_the_schema_forbids_are_not_emitted() {
     assert!(matches!(e, GrammarError::Unsupported { .. }), "{e}");
 }
 
+/// Found by the long grammar run: an entity object (`{type: enum, label}`) whose `type` also
+/// carries a `const` or `pattern` was emitted from the enum alone.
+#[test]
+fn entity_types_the_schema_forbids_are_not_emitted() {
+    let engine = Engine::new(char_env()).unwrap();
+    let c = Catalog::from_json_str(
+        r#"[{"name":"open","parameters":{"type":"object","properties":{"target":{"type":"object",
+            "properties":{"type":{"type":"string","enum":["app","file","url"],"const":"file"},
+            "label":{"type":"string"}},"required":["type","label"]}},"required":["target"]}}]"#,
+    )
+    .unwrap();
+    let mut options = Options::new(Syntax::JsonArray);
+    options.tool_choice = ToolChoice::Required;
+    let req = Request::new("open the report");
+    let mut con = engine.constraint(&c, &options, &req).unwrap();
+    let prefix = r#"[{"name":"open","arguments":{"target":{"type":""#;
+    assert_eq!(walk(&mut con, engine.env(), prefix), None);
+    let mask = con.mask().unwrap().clone();
+    let allowed: Vec<char> = "afu"
+        .chars()
+        .filter(|ch| mask.is_allowed(engine.env().tokenize(&ch.to_string())[0]))
+        .collect();
+    assert_eq!(allowed, vec!['f'], "only the const's value");
+}
+
 /// Found by the long grammar run: `maxLength` / `maxItems` near 2^64 wrote repetition counts
 /// llguidance cannot parse. Above the count cap an upper bound is no bound, a lower bound is a
 /// typed refusal.

@@ -65,16 +65,27 @@ pub(super) fn entity_ref_types(schema: &Value) -> Option<Vec<String>> {
     if types(t) != ["string"] || types(label) != ["string"] {
         return None;
     }
-    if ["enum", "const", "pattern", "format"]
-        .iter()
-        .any(|k| label.get(k).is_some())
+    if [
+        "enum",
+        "const",
+        "pattern",
+        "format",
+        "minLength",
+        "maxLength",
+    ]
+    .iter()
+    .any(|k| label.get(k).is_some())
     {
         return None;
     }
+    // Only the types the `type` schema's other keywords (`const`, `pattern`, ...) also allow:
+    // the grammar is never looser than the validator.
+    let type_validator = jsonschema::validator_for(t).ok()?;
     let values: Vec<String> = t
         .get("enum")?
         .as_array()?
         .iter()
+        .filter(|v| type_validator.is_valid(v))
         .filter_map(|v| v.as_str().map(String::from))
         .collect();
     (!values.is_empty()).then_some(values)
