@@ -318,7 +318,7 @@ pub fn is_valid_param_name(name: &str) -> bool {
     !name.is_empty()
         && !name
             .chars()
-            .any(|c| c.is_whitespace() || "()|=;.\"".contains(c))
+            .any(|c| c.is_whitespace() || c.is_control() || "()|=;.\"".contains(c))
 }
 
 fn import_tool(item: &Value, path: &str) -> Result<(Tool, CatalogFormat), CatalogError> {

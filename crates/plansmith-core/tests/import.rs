@@ -201,6 +201,11 @@ fn fuzz_regressions_schemas_the_validator_or_grammar_could_not_honour() {
             && e.contains("$[0].parameters.properties.code.pattern"),
         "{e}"
     );
+    // A parameter name with a control character (found by the long grammar run: a NUL).
+    let e = err(
+        r#"[{"name":"x","parameters":{"type":"object","properties":{"uni\u0000t":{"type":"string"}}}}]"#,
+    );
+    assert!(e.contains("has characters a plan cannot carry"), "{e}");
     // Every accepted catalog compiles into a validator.
     let ok = Catalog::from_json_str(
         r#"[{"name":"x","parameters":{"type":"object","properties":{"n":{"type":"integer","minimum":1}}}}]"#,

@@ -258,6 +258,21 @@ impl Constraint {
         }
         let trie = self.env.llg_env().tok_trie();
         let mut tokens = trie.greedy_tokenize(&bytes);
+        // A vocabulary with no token for some forced byte (a control character in a schema's
+        // name or enum, in a vocabulary without byte fallback) gets a tokenization that does
+        // not spell the bytes: force only the tokens that spell a prefix of them, and let the
+        // mask decide the rest (found by fuzzing).
+        let mut at = 0;
+        let spelled = tokens
+            .iter()
+            .take_while(|&&t| {
+                let tb = trie.token(t);
+                let ok = !tb.is_empty() && bytes[at..].starts_with(tb);
+                at += tb.len();
+                ok
+            })
+            .count();
+        tokens.truncate(spelled);
         // The forced bytes end where the grammar stops being sure, and a longer token may
         // cover them and what follows (a sub-word vocabulary's `ation.` after a forced
         // `ation`). Forcing the shorter token would put the model on a split it never saw in

@@ -631,3 +631,76 @@ fn huge_length_and_item_bounds() {
         }
     }
 }
+
+/// Found by the long grammar run: a `pattern` that needs a character the syntax escapes (`"`,
+/// a control character) or reserves (a DSL separator) let the grammar offer the key and then
+/// die inside its value. Such a pattern is now a typed refusal at compile time.
+#[test]
+fn patterns_no_value_can_satisfy_in_the_syntax_are_refused() {
+    let engine = Engine::new(char_env()).unwrap();
+    let catalog = |pattern: &str| {
+        Catalog::from_value(
+            &serde_json::json!([{"name": "fly", "parameters": {"type": "object",
+            "properties": {"code": {"type": "string", "pattern": pattern}}}}]),
+        )
+        .unwrap()
+    };
+    let req = Request::new("fly");
+    for (syntax, pattern, refused) in [
+        (Syntax::JsonArray, "^a\"b$", true),
+        (Syntax::JsonArray, "^[A-Z]{3}\r\n$", true),
+        (Syntax::JsonArray, "^[A-Z]{3}$", false),
+        (Syntax::JsonArray, "a\"?b", false),
+        (Syntax::Dsl, "^x;y$", true),
+        (Syntax::Dsl, "^[A-Z]{3}$", false),
+    ] {
+        let r = engine.constraint(&catalog(pattern), &Options::new(syntax), &req);
+        match (r, refused) {
+            (Err(GrammarError::Unsupported { feature, .. }), true) => {
+                assert!(feature.contains("admits no value"), "{feature}")
+            }
+            (Ok(_), false) => {}
+            (Err(e), _) => panic!("{syntax:?} {pattern:?}: {e}"),
+            (Ok(_), true) => panic!("{syntax:?} {pattern:?} compiled"),
+        }
+    }
+}
+
+/// Found by the long grammar run: a vocabulary with no token for a byte the grammar forces (a
+/// control character in an enum value) got a greedy tokenization that did not spell it, and
+/// the constraint then refused its own forced tokens. Forced tokens now always commit.
+#[test]
+fn forced_tokens_always_commit_even_when_the_vocabulary_cannot_spell_them() {
+    let env = char_env(); // printable ASCII, newline, EOS: no `\r`
+    let engine = Engine::new(env.clone()).unwrap();
+    let c = Catalog::from_value(&serde_json::json!([{"name": "go", "parameters": {
+        "type": "object", "properties": {"mode": {"type": "string", "enum": ["fast\r!"]}},
+        "required": ["mode"]}}]))
+    .unwrap();
+    let mut options = Options::new(Syntax::Dsl);
+    options.tool_choice = ToolChoice::Required;
+    let mut con = engine
+        .constraint(&c, &options, &Request::new("go"))
+        .unwrap();
+    let mut forced_any = false;
+    for _ in 0..40 {
+        let forced = con.forced_tokens();
+        forced_any |= !forced.is_empty();
+        con.commit_all(&forced)
+            .unwrap_or_else(|d| panic!("forced tokens refused after {:?}: {d}", con.output_text()));
+        // Where no token spells the next byte the constraint is a dead end (the mask says so).
+        let Ok(mask) = con.mask() else { break };
+        let Some(&t) = mask.allowed().first() else {
+            break;
+        };
+        if con.is_stopped() || con.commit(t).is_err() {
+            break;
+        }
+    }
+    assert!(forced_any);
+    assert!(
+        con.output_text().starts_with("go(mode=fast"),
+        "{:?}",
+        con.output_text()
+    );
+}

@@ -19,14 +19,13 @@ pub struct GrammarTarget {
     closers: Vec<bool>,
 }
 
-/// One token per printable ASCII character and per non-ASCII byte, newline and EOS: every
-/// UTF-8 output is reachable.
+/// One token per byte (control characters included: a schema may name them) and EOS: every
+/// output is reachable.
 fn char_env() -> Result<TokEnv, String> {
-    let mut toks: Vec<Vec<u8>> = (0x20u8..0x7f).chain(0x80..=0xff).map(|b| vec![b]).collect();
-    toks.push(b"\n".to_vec());
+    let mut toks: Vec<Vec<u8>> = (0u8..=0xff).map(|b| vec![b]).collect();
     toks.push(b"<eos>".to_vec());
     let eos = toks.len() as u32 - 1;
-    TokEnv::from_token_bytes(toks, eos, &[], Some(256)).map_err(|e| e.to_string())
+    TokEnv::from_token_bytes(toks, eos, &[], Some(264)).map_err(|e| e.to_string())
 }
 
 impl GrammarTarget {

@@ -42,6 +42,22 @@ impl From<GrammarError> for GenErr {
 
 pub(super) type R<T> = Result<T, GenErr>;
 
+/// Whether some string matches `chars` and every shape (derivre's emptiness check under a
+/// fuel bound; a check that runs out of fuel counts as "yes": llguidance decides at runtime).
+fn admits_some_string(chars: &str, shapes: &[String]) -> bool {
+    let mut b = llguidance::derivre::RegexBuilder::new();
+    let parts: Vec<&str> = std::iter::once(chars)
+        .chain(shapes.iter().map(String::as_str))
+        .collect();
+    let Ok(e) = b.mk_regex_and(&parts) else {
+        return true;
+    };
+    match b.to_regex_limited(e, 200_000) {
+        Ok(mut rx) => !rx.always_empty(),
+        Err(_) => true,
+    }
+}
+
 pub(super) fn unsupported(tool: &str, path: &str, feature: impl Into<String>) -> GenErr {
     GenErr::Grammar(GrammarError::Unsupported {
         tool: tool.to_string(),
@@ -521,6 +537,21 @@ impl<'a> Gen<'a> {
             let r = rx::format_regex(f)
                 .ok_or_else(|| unsupported(tool, path, format!("string format `{f}`")))?;
             shapes.push(format!("(?:{r})"));
+        }
+        // The value's characters in this syntax: no separators in the DSL; no escapes in a
+        // shaped JSON string (so raw text == decoded text and the shape applies to it).
+        let chars = match self.surface {
+            Surface::Dsl => format!("{DSL_SAFE}{}", repeat(min, max)),
+            Surface::Json => format!("[^\"\\\\\\x00-\\x1F]{}", repeat(min, max)),
+        };
+        if !shapes.is_empty() && !admits_some_string(&chars, &shapes) {
+            // e.g. a pattern that needs a `"`, a control character or a DSL separator: the
+            // grammar would offer the key and then die inside its value (found by fuzzing).
+            return Err(unsupported(
+                tool,
+                path,
+                "`pattern`/`format` admits no value writable in this syntax (it needs characters the syntax escapes or reserves)",
+            ));
         }
         let body = match self.surface {
             Surface::Dsl => {
