@@ -786,12 +786,17 @@ mod x86 {
             let m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
             let amax = _mm_cvtss_f32(m4);
             let id = _mm256_set1_ps(if amax != 0.0 { 127.0 / amax } else { 0.0 });
+            let (lo, hi) = (_mm256_set1_epi32(-128), _mm256_set1_epi32(127));
             let q = |vj: __m256| {
                 let r = _mm256_round_ps(
                     _mm256_mul_ps(vj, id),
                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC,
                 );
-                _mm256_cvtps_epi32(r)
+                // NaN / infinite inputs convert to i32::MIN; clamp to the i8 range the pack
+                // below saturates to, so `sum` stays the sum of the stored quants (it was a
+                // wrapped sum of i32::MINs, and `128 * sum` overflowed; found by fuzzing).
+                let r = _mm256_cvtps_epi32(r);
+                _mm256_max_epi32(_mm256_min_epi32(r, hi), lo)
             };
             let (q0, q1, q2, q3) = (q(v[0]), q(v[1]), q(v[2]), q(v[3]));
             let s8 = _mm256_add_epi32(_mm256_add_epi32(q0, q1), _mm256_add_epi32(q2, q3));

@@ -394,3 +394,26 @@ fn bad_shapes_are_errors() {
     let y = w.matmul(&x, 3).unwrap();
     assert!(y[..4].iter().all(|v| v.is_finite()));
 }
+
+/// Found by fuzzing GGUF files: activations that are NaN or infinite (a model with garbage
+/// scales produces them) made the AVX2 quantizer's block sum a wrapped sum of i32::MIN, and
+/// the Q8_0 kernel's `128 * sum` overflowed. Every kernel must return (meaningless) numbers.
+#[test]
+fn non_finite_activations_do_not_panic_any_kernel() {
+    let (rows, cols, m) = (16, 64, 3);
+    let mut x = random_x(m, cols, 5);
+    x[0] = f32::NAN;
+    x[33] = f32::INFINITY;
+    x[70] = f32::NEG_INFINITY;
+    for v in &mut x[cols * 2..] {
+        *v = f32::NAN;
+    }
+    for format in [QFormat::Q4_1, QFormat::Q8_0] {
+        let w =
+            QMatrix::from_ggml(format, rows, cols, &random_weights(format, rows, cols, 9)).unwrap();
+        for kernel in Kernel::available() {
+            let y = w.matmul_with(kernel, &x, m).unwrap();
+            assert_eq!(y.len(), m * rows, "{format:?} {kernel:?}");
+        }
+    }
+}
