@@ -63,7 +63,7 @@ impl CallResult {
 enum Reply {
     Result(Value),
     Error { code: i64, message: String },
-    Closed(Closed),
+    Closed,
 }
 
 #[derive(Clone)]
@@ -110,7 +110,7 @@ impl Shared {
             .map(|(_, s)| s)
             .collect();
         for s in pending {
-            let _ = s.send(Reply::Closed(why.clone()));
+            let _ = s.send(Reply::Closed);
         }
     }
 }
@@ -310,7 +310,7 @@ impl McpServer {
                 code,
                 message,
             }),
-            Ok(Reply::Closed(_)) | Err(RecvTimeoutError::Disconnected) => Err(self
+            Ok(Reply::Closed) | Err(RecvTimeoutError::Disconnected) => Err(self
                 .closed_error(method)
                 .unwrap_or_else(|| self.malformed("the connection closed"))),
             Err(RecvTimeoutError::Timeout) => Err(McpError::Timeout {
