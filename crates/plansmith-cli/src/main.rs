@@ -56,6 +56,8 @@ enum Command {
     Data(cmd::data::DataCommand),
     /// Serve a planner over HTTP: OpenAI-compatible tool calling, /v1/plan, /metrics.
     Serve(cmd::serve::ServeArgs),
+    /// Plan a request against the tools of MCP servers and run the verified calls through them
+    Run(cmd::run::RunArgs),
     /// Print the constraint grammar (llguidance Lark) for a catalog.
     Grammar(cmd::grammar::GrammarArgs),
     /// Convert a plan between syntaxes, or to legacy executor tags.
@@ -88,6 +90,7 @@ fn main() -> ExitCode {
         Command::Eval(c) => cmd::eval::run(c),
         Command::Data(c) => cmd::data::run(c),
         Command::Serve(a) => cmd::serve::run(a),
+        Command::Run(a) => cmd::run::run(a),
         Command::Grammar(a) => cmd::grammar::run(a),
         Command::Render(a) => cmd::render::run(a),
         Command::Bench(c) => cmd::bench::run(c),

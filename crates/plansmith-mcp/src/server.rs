@@ -531,45 +531,10 @@ fn clip(s: &str) -> String {
     }
 }
 
-/// Split a command line into words: whitespace separates, single and double quotes group,
-/// a backslash escapes the next character (outside single quotes).
+/// Split a command line into words as a POSIX shell would (quotes group, backslashes escape);
+/// an unbalanced quote leaves the line as one word, which then fails to start, named.
 fn split_command(command: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut quote: Option<char> = None;
-    let mut chars = command.chars();
-    while let Some(c) = chars.next() {
-        match (quote, c) {
-            (Some('\''), '\'') | (Some('"'), '"') => quote = None,
-            (Some('\''), c) => cur.push(c),
-            (_, '\\') => {
-                if let Some(n) = chars.next() {
-                    cur.push(n);
-                }
-                in_word = true;
-            }
-            (Some(_), c) => cur.push(c),
-            (None, '\'' | '"') => {
-                quote = Some(c);
-                in_word = true;
-            }
-            (None, c) if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            (None, c) => {
-                cur.push(c);
-                in_word = true;
-            }
-        }
-    }
-    if in_word {
-        words.push(cur);
-    }
-    words
+    shlex::split(command).unwrap_or_else(|| vec![command.to_string()])
 }
 
 /// A short name for a server from its command: the package or program, without launchers
@@ -621,6 +586,7 @@ mod tests {
         );
         assert_eq!(split_command("  "), Vec::<String>::new());
         assert_eq!(split_command("''"), vec![""]);
+        assert_eq!(split_command("a 'b"), vec!["a 'b"]);
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod eval;
 pub mod grammar;
 pub mod plan;
 pub mod render;
+pub mod run;
 pub mod score;
 pub mod serve;
 pub mod train;
