@@ -12,7 +12,9 @@
 
 pub mod catalog;
 mod error;
+mod fleet;
 mod server;
 
 pub use error::McpError;
+pub use fleet::{Fleet, ToolCheck};
 pub use server::{CallResult, McpServer, ServerInfo, PROTOCOL_VERSIONS};

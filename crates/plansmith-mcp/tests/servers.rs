@@ -152,10 +152,10 @@ fn bad_servers_are_clear_errors_naming_the_server() {
     );
 
     let started = Instant::now();
-    let e = fail(&stub("hang"), Duration::from_millis(800));
+    let e = fail(&stub("hang"), Duration::from_millis(5000));
     assert!(matches!(e, McpError::Timeout { .. }), "{e}");
-    assert!(e.to_string().contains("`tools/list` within 800 ms"), "{e}");
-    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(e.to_string().contains("`tools/list` within 5000 ms"), "{e}");
+    assert!(started.elapsed() < Duration::from_secs(20));
 
     let e = fail(&stub("exit"), TIMEOUT);
     let msg = e.to_string();

@@ -7,9 +7,11 @@ Usage: stub_server.py MODE
   garbage   answers initialize with a line that is not JSON
   hang      answers initialize, then never answers tools/list
   exit      exits (status 3, after a line on stderr) when a tool is called
+  grows     like ok, and one second after initialize adds a tool and sends list_changed
 """
 import json
 import sys
+import threading
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "ok"
 TOOLS = [
@@ -24,17 +26,32 @@ TOOLS = [
 ]
 
 
+WRITE = threading.Lock()
+
+
 def send(msg):
-    sys.stdout.write(json.dumps(msg) + "\n")
-    sys.stdout.flush()
+    with WRITE:
+        sys.stdout.write(json.dumps(msg) + "\n")
+        sys.stdout.flush()
 
 
 def answer(req, result):
     send({"jsonrpc": "2.0", "id": req["id"], "result": result})
 
 
+STATE = {"grown": False}
+LOCK = threading.Lock()
+
+
+def grow_later():
+    def grow():
+        with LOCK:
+            STATE["grown"] = True
+            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+    threading.Timer(1.0, grow).start()
+
+
 def main():
-    grown = False
     for line in sys.stdin:
         req = json.loads(line)
         method = req.get("method")
@@ -49,11 +66,15 @@ def main():
             answer(req, {"protocolVersion": version,
                          "capabilities": {"tools": {"listChanged": True}},
                          "serverInfo": {"name": "stub", "version": "1"}})
-            if MODE == "ok":
+            if MODE in ("ok", "grows"):
                 send({"jsonrpc": "2.0", "id": "ping-1", "method": "ping"})
+            if MODE == "grows":
+                grow_later()
         elif method == "tools/list":
             if MODE == "hang":
                 continue
+            with LOCK:
+                grown = STATE["grown"]
             tools = TOOLS + ([{"name": "grown", "inputSchema": {"type": "object"}}] if grown else [])
             cursor = req.get("params", {}).get("cursor")
             if cursor is None:
@@ -70,7 +91,8 @@ def main():
             if name == "echo":
                 answer(req, {"content": [{"type": "text", "text": args.get("text", "")}]})
             elif name == "grow":
-                grown = True
+                with LOCK:
+                    STATE["grown"] = True
                 answer(req, {"content": [{"type": "text", "text": "grown"}]})
                 send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
             else:

@@ -27,5 +27,6 @@ pub mod ui;
 
 pub use error::{ApiError, ServeError};
 pub use server::{
-    parse_plan, router, run_blocking, serve, spawn, AppState, RunningServer, ServeConfig,
+    parse_plan, router, run_blocking, serve, spawn, AppState, LiveCatalog, LiveSource,
+    RunningServer, ServeConfig,
 };

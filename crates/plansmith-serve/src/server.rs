@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::{Body, Bytes};
@@ -27,6 +27,28 @@ use crate::metrics::{route_label, HopSample, Metrics, Sampled};
 use crate::openai::{self, Reply};
 use crate::params::{self, field, Object};
 use crate::pool::{Pool, SubmitError, Work};
+
+/// A catalog that changes while the server runs (the tools of MCP servers). The server polls
+/// it; a new catalog replaces the served one for the requests that arrive after it (requests
+/// in flight finish on the catalog they started with).
+pub trait LiveCatalog: Send + Sync {
+    /// A new catalog if the source changed since the last call. Called from a blocking task.
+    fn poll(&self) -> Option<Arc<Catalog>>;
+    /// How often to poll.
+    fn every(&self) -> Duration {
+        Duration::from_millis(500)
+    }
+}
+
+/// A shared [`LiveCatalog`] (its own type so [`ServeConfig`] stays `Debug`).
+#[derive(Clone)]
+pub struct LiveSource(pub Arc<dyn LiveCatalog>);
+
+impl std::fmt::Debug for LiveSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LiveSource")
+    }
+}
 
 /// How the server runs. [`ServeConfig::default`] is what `plansmith serve` uses without flags.
 #[derive(Debug, Clone)]
@@ -52,6 +74,9 @@ pub struct ServeConfig {
     pub max_tokens: Option<usize>,
     /// Serve the playground page at `/ui` (`plansmith serve --no-ui` turns it off).
     pub ui: bool,
+    /// Where a changing catalog comes from (`plansmith serve --mcp`); its first catalog is
+    /// `tools`.
+    pub live_tools: Option<LiveSource>,
 }
 
 impl Default for ServeConfig {
@@ -69,6 +94,7 @@ impl Default for ServeConfig {
             model_id: "plansmith".into(),
             max_tokens: None,
             ui: true,
+            live_tools: None,
         }
     }
 }
@@ -124,7 +150,8 @@ fn run_task(planner: &Planner, task: &Task) -> Job {
 pub struct AppState {
     planner: Arc<Planner>,
     config: ServeConfig,
-    catalog: Arc<Catalog>,
+    /// Swapped whole when a live catalog changes; each request takes the `Arc` it starts with.
+    catalog: RwLock<Arc<Catalog>>,
     pool: Pool<Task, Job>,
     metrics: Metrics,
     next_id: AtomicU64,
@@ -150,7 +177,7 @@ impl AppState {
         Ok(Arc::new(AppState {
             planner,
             config,
-            catalog,
+            catalog: RwLock::new(catalog),
             pool,
             metrics: Metrics::default(),
             next_id: AtomicU64::new(1),
@@ -159,6 +186,24 @@ impl AppState {
 
     pub fn config(&self) -> &ServeConfig {
         &self.config
+    }
+
+    /// The catalog requests without `tools` plan against, now.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.catalog
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Serve `catalog` from now on, if the planner can plan for it (checked first; on error
+    /// the old one stays).
+    pub fn set_catalog(&self, catalog: Arc<Catalog>) -> Result<(), ServeError> {
+        self.planner
+            .check_catalog(Some(&catalog))
+            .map_err(|e| ServeError::Config(e.to_string()))?;
+        *self.catalog.write().unwrap_or_else(|p| p.into_inner()) = catalog;
+        Ok(())
     }
 
     pub fn planner(&self) -> &Planner {
@@ -424,7 +469,7 @@ async fn chat_completions(State(st): State<Arc<AppState>>, req: Request) -> Resp
 async fn chat_inner(st: &AppState, req: Request) -> Result<Response, ApiError> {
     let bytes = read_body(st, req).await?;
     let body = params::parse_object(&bytes)?;
-    let chat = openai::parse_chat(&body, &st.catalog)?;
+    let chat = openai::parse_chat(&body, &st.catalog())?;
     let had_tools = field(&body, "tools").is_some();
     let requires_call = openai::call_was_required(&chat.plan.tool_choice);
     let prompt_tokens = st.tokens(&chat.plan.text);
@@ -578,7 +623,7 @@ async fn plan(State(st): State<Arc<AppState>>, req: Request) -> Response {
     let result = async {
         let bytes = read_body(&st, req).await?;
         let body = params::parse_object(&bytes)?;
-        let plan = parse_plan(&body, &st.catalog)?;
+        let plan = parse_plan(&body, &st.catalog())?;
         let (o, waited) = st.plan(plan, field(&body, "tools").is_some()).await?;
         let mut out = json!({
             "calls": o.calls,
@@ -605,12 +650,13 @@ async fn plan(State(st): State<Arc<AppState>>, req: Request) -> Response {
 
 fn model_object(st: &AppState) -> Value {
     json!({"id": st.config.model_id, "object": "model", "created": 0, "owned_by": "plansmith",
-           "plansmith": {"tools": st.catalog.names().collect::<Vec<_>>(), "conf_floor": openai::finite(st.planner.settings.conf_floor)}})
+           "plansmith": {"tools": st.catalog().names().collect::<Vec<_>>(), "conf_floor": openai::finite(st.planner.settings.conf_floor)}})
 }
 
 /// The catalog requests without `tools` plan against, as OpenAI `tools`.
 async fn tools(State(st): State<Arc<AppState>>) -> Json<Value> {
-    Json(json!({"object": "list", "hash": st.catalog.hash(), "tools": st.catalog.to_openai()}))
+    let catalog = st.catalog();
+    Json(json!({"object": "list", "hash": catalog.hash(), "tools": catalog.to_openai()}))
 }
 
 async fn models(State(st): State<Arc<AppState>>) -> Json<Value> {
@@ -682,6 +728,31 @@ async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, ServeError> {
         })
 }
 
+/// Poll the live catalog, if any, for as long as the server runs; a catalog the planner cannot
+/// plan for is reported and the old one kept.
+fn watch_live_catalog(state: &Arc<AppState>) {
+    let Some(LiveSource(live)) = state.config.live_tools.clone() else {
+        return;
+    };
+    let state = Arc::downgrade(state);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(live.every());
+        loop {
+            tick.tick().await;
+            let Some(st) = state.upgrade() else { return };
+            let l = live.clone();
+            let Ok(Some(catalog)) = tokio::task::spawn_blocking(move || l.poll()).await else {
+                continue;
+            };
+            let n = catalog.tools.len();
+            match st.set_catalog(catalog) {
+                Ok(()) => eprintln!("catalog changed: now {n} tools"),
+                Err(e) => eprintln!("warning: the changed catalog is not served: {e}"),
+            }
+        }
+    });
+}
+
 /// Bind `config.addr` (port 0 picks one) and serve in a background task.
 pub async fn spawn(
     planner: Arc<Planner>,
@@ -690,6 +761,7 @@ pub async fn spawn(
     let listener = bind(config.addr).await?;
     let addr = listener.local_addr()?;
     let state = AppState::new(planner, config)?;
+    watch_live_catalog(&state);
     let app = router(state.clone());
     let (tx, rx) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
@@ -716,6 +788,7 @@ pub async fn serve(
 ) -> Result<(), ServeError> {
     let listener = bind(config.addr).await?;
     let state = AppState::new(planner, config)?;
+    watch_live_catalog(&state);
     on_listen(listener.local_addr()?);
     axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown)

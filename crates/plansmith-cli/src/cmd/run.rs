@@ -9,7 +9,7 @@ use anyhow::Context;
 use clap::Args;
 use plansmith_core::validate::PlanValidator;
 use plansmith_core::{Catalog, Plan, Policy, Syntax};
-use plansmith_mcp::{catalog, McpServer};
+use plansmith_mcp::catalog;
 use plansmith_planner::PlanRequest;
 use serde_json::{json, Value};
 
@@ -58,34 +58,7 @@ pub struct RunArgs {
 
 pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     let timeout = Duration::from_secs(args.mcp_timeout.max(1));
-    let mut servers = Vec::new();
-    let mut listed = Vec::new();
-    for command in &args.mcp {
-        let started = McpServer::start(command, timeout).and_then(|s| {
-            let tools = s.list_tools()?;
-            Ok((s, tools))
-        });
-        match started {
-            Ok((s, tools)) => {
-                listed.push((s.name().to_string(), tools));
-                servers.push(s);
-            }
-            Err(e) => eprintln!("warning: {e}; going on without it"),
-        }
-    }
-    anyhow::ensure!(!servers.is_empty(), "no MCP server could be used");
-    let grammar_options = plansmith_grammar::Options::new(Syntax::JsonArray);
-    let union = catalog::union(&listed, |one| {
-        plansmith_grammar::grammar_text(one, &grammar_options, &plansmith_grammar::Request::new(""))
-            .map(drop)
-            .map_err(|e| e.to_string())
-    })?;
-    for l in &union.left_out {
-        eprintln!(
-            "warning: tool `{}` of MCP server `{}` left out: {}",
-            l.tool, l.server, l.why
-        );
-    }
+    let (fleet, union) = start_fleet(&args.mcp, timeout)?;
     anyhow::ensure!(
         !union.catalog.tools.is_empty(),
         "the MCP servers offer no tool plansmith can plan for"
@@ -103,7 +76,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     }
     for call in &plan.calls {
         let route = &union.routes[&call.name];
-        let server = &servers[route.server];
+        let server = fleet.server(route.server);
         if route.destructive && !args.yes && !confirm(&call.name, server.name())? {
             let msg = format!(
                 "not run: `{}` may change things (MCP destructiveHint); pass --yes to run it",
@@ -142,6 +115,37 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         }
     }
     Ok(Outcome::Ok)
+}
+
+/// Start the MCP servers (a failing one is a warning; none working is an error) and make their
+/// catalog: each tool must also compile into the planning grammar, or it is left out (said).
+pub fn start_fleet(
+    commands: &[String],
+    timeout: Duration,
+) -> anyhow::Result<(plansmith_mcp::Fleet, catalog::Union)> {
+    let check: plansmith_mcp::ToolCheck = Box::new(|one| {
+        let options = plansmith_grammar::Options::new(Syntax::JsonArray);
+        plansmith_grammar::grammar_text(one, &options, &plansmith_grammar::Request::new(""))
+            .map(drop)
+            .map_err(|e| e.to_string())
+    });
+    let (fleet, errors) = plansmith_mcp::Fleet::start(commands, timeout, check);
+    for e in &errors {
+        eprintln!("warning: {e}; going on without it");
+    }
+    anyhow::ensure!(!fleet.is_empty(), "no MCP server could be used");
+    let union = fleet.union()?;
+    warn_left_out(&union);
+    Ok((fleet, union))
+}
+
+pub fn warn_left_out(union: &catalog::Union) {
+    for l in &union.left_out {
+        eprintln!(
+            "warning: tool `{}` of MCP server `{}` left out: {}",
+            l.tool, l.server, l.why
+        );
+    }
 }
 
 /// The verified plan: `--plan` checked against the catalog, or the planner's accepted plan.

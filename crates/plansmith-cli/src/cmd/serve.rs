@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use plansmith_serve::ServeConfig;
+use plansmith_serve::{LiveCatalog, LiveSource, ServeConfig};
 
 use super::plan::{load_planner, PlannerArgs};
 use crate::Outcome;
@@ -19,6 +19,15 @@ pub struct ServeArgs {
     /// Catalog for requests that send no `tools` (default: the planner's own).
     #[arg(long)]
     pub tools: Option<PathBuf>,
+    /// Take the catalog from an MCP server, given as the command line that starts it (stdio).
+    /// Repeatable: the union of the servers' tools, names two servers share prefixed with the
+    /// server's name. When a server announces its tools changed, the catalog is rebuilt
+    /// (requests in flight finish on the old one). See docs/guide/mcp.md.
+    #[arg(long = "mcp", value_name = "COMMAND", conflicts_with = "tools")]
+    pub mcp: Vec<String>,
+    /// Seconds each MCP request (start-up included) may take.
+    #[arg(long, default_value_t = 30)]
+    pub mcp_timeout: u64,
     /// Address to listen on. Loopback by default; port 0 picks a free port.
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub addr: SocketAddr,
@@ -62,12 +71,19 @@ impl ServeArgs {
         if self.max_tokens == Some(0) {
             anyhow::bail!("--max-tokens must be at least 1");
         }
-        let tools = self
+        let mut tools = self
             .tools
             .as_ref()
             .map(super::catalog::load)
             .transpose()?
             .map(Arc::new);
+        let mut live_tools = None;
+        if !self.mcp.is_empty() {
+            let timeout = Duration::from_secs(self.mcp_timeout.max(1));
+            let (fleet, union) = super::run::start_fleet(&self.mcp, timeout)?;
+            tools = Some(Arc::new(union.catalog));
+            live_tools = Some(LiveSource(Arc::new(FleetCatalog(fleet))));
+        }
         let model_id = self.model_id.clone().unwrap_or_else(|| {
             self.planner
                 .model
@@ -89,6 +105,7 @@ impl ServeArgs {
             model_id,
             max_tokens: self.max_tokens,
             ui: !self.no_ui,
+            live_tools,
         })
     }
 }
@@ -115,4 +132,27 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Outcome> {
         let _ = out.flush();
     })?;
     Ok(Outcome::Ok)
+}
+
+/// The MCP servers' catalog as the server's live catalog: rebuilt when a server says its tools
+/// changed.
+struct FleetCatalog(plansmith_mcp::Fleet);
+
+impl LiveCatalog for FleetCatalog {
+    fn poll(&self) -> Option<Arc<plansmith_core::Catalog>> {
+        let (union, errors) = self.0.refresh()?;
+        for e in &errors {
+            eprintln!("warning: {e}; its tools stay as they were");
+        }
+        match union {
+            Ok(u) => {
+                super::run::warn_left_out(&u);
+                Some(Arc::new(u.catalog))
+            }
+            Err(e) => {
+                eprintln!("warning: the MCP servers' new catalog is refused: {e}");
+                None
+            }
+        }
+    }
 }
