@@ -43,6 +43,19 @@ pub enum McpError {
         code: i64,
         message: String,
     },
+    #[error("MCP server `{server}`: cannot reach {url}: {detail}")]
+    Connect {
+        server: String,
+        url: String,
+        detail: String,
+    },
+    #[error("MCP server `{server}` answered `{method}` with HTTP {status}: {body}")]
+    Http {
+        server: String,
+        method: String,
+        status: u16,
+        body: String,
+    },
     #[error("MCP server `{server}`: cannot write to it: {source}")]
     Write {
         server: String,
@@ -62,6 +75,8 @@ impl McpError {
             | McpError::Timeout { server, .. }
             | McpError::Exited { server, .. }
             | McpError::Rpc { server, .. }
+            | McpError::Connect { server, .. }
+            | McpError::Http { server, .. }
             | McpError::Write { server, .. } => server,
         }
     }

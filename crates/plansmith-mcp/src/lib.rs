@@ -13,7 +13,10 @@
 pub mod catalog;
 mod error;
 mod fleet;
+mod http;
+mod message;
 mod server;
+mod stdio;
 
 pub use error::McpError;
 pub use fleet::{Fleet, ToolCheck};

@@ -1,28 +1,21 @@
-//! One MCP server over stdio: the child process, a reader thread that routes its messages, and
-//! the requests plansmith makes (`initialize`, `tools/list`, `tools/call`).
+//! One MCP server, over either transport: the requests plansmith makes (`initialize`,
+//! `tools/list`, `tools/call`) and the server's name.
 
-use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::http::HttpLink;
+use crate::stdio::StdioLink;
 use crate::McpError;
 
 /// Protocol revisions this client speaks, newest first (it asks for the first). Their
 /// `tools/list` and `tools/call` are the same for what plansmith uses.
 pub const PROTOCOL_VERSIONS: [&str; 3] = ["2025-06-18", "2025-03-26", "2024-11-05"];
 
-/// A line longer than this from a server is malformed (a runaway server must not eat memory).
-const MAX_LINE: u64 = 64 << 20;
 /// `tools/list` pages before a server is taken to paginate forever.
 const MAX_PAGES: usize = 1000;
-/// How much of a server's stderr is kept for error messages.
-const STDERR_TAIL: usize = 2000;
 
 /// What a server said about itself in `initialize`.
 #[derive(Debug, Clone)]
@@ -59,113 +52,40 @@ impl CallResult {
     }
 }
 
-/// What the reader thread hands a waiting request.
-enum Reply {
-    Result(Value),
-    Error { code: i64, message: String },
-    Closed,
+enum Link {
+    Stdio(StdioLink),
+    Http(HttpLink),
 }
 
-#[derive(Clone)]
-enum Closed {
-    Exited,
-    Malformed(String),
-}
-
-struct Shared {
-    pending: Mutex<HashMap<u64, Sender<Reply>>>,
-    closed: Mutex<Option<Closed>>,
-    list_changed: AtomicBool,
-    stderr: Mutex<String>,
-    stdin: Mutex<Option<ChildStdin>>,
-}
-
-impl Shared {
-    fn write(&self, msg: &Value) -> std::io::Result<()> {
-        let mut g = self.stdin.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(w) = g.as_mut() else {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::BrokenPipe,
-                "stdin closed",
-            ));
-        };
-        let mut line = msg.to_string();
-        line.push('\n');
-        w.write_all(line.as_bytes())?;
-        w.flush()
-    }
-
-    /// The server is gone or broken: every waiting request learns why, and later ones too.
-    fn close(&self, why: Closed) {
-        let mut c = self.closed.lock().unwrap_or_else(|p| p.into_inner());
-        if c.is_none() {
-            *c = Some(why.clone());
-        }
-        drop(c);
-        let pending: Vec<Sender<Reply>> = self
-            .pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain()
-            .map(|(_, s)| s)
-            .collect();
-        for s in pending {
-            let _ = s.send(Reply::Closed);
-        }
-    }
-}
-
-/// A running MCP server (stdio transport). Dropping it ends the process.
+/// A running MCP server. Dropping it ends the process (stdio) or the session (HTTP).
 pub struct McpServer {
     name: String,
-    child: Mutex<Child>,
-    shared: Arc<Shared>,
+    link: Link,
     next_id: AtomicU64,
     timeout: Duration,
     info: Option<ServerInfo>,
 }
 
 impl McpServer {
-    /// Start `command` (split like a shell would: `npx -y @modelcontextprotocol/server-filesystem
-    /// /tmp`), then `initialize` it. `timeout` bounds each request, the handshake included.
-    pub fn start(command: &str, timeout: Duration) -> Result<McpServer, McpError> {
-        let words = split_command(command);
-        let name = server_name(&words);
-        let Some((program, args)) = words.split_first() else {
-            return Err(McpError::EmptyCommand { server: name });
+    /// Connect to the server `spec` names and `initialize` it: an `http://` or `https://` URL
+    /// (streamable HTTP), or the command line that starts it (stdio; split as a shell would:
+    /// `npx -y @modelcontextprotocol/server-filesystem /tmp`). `timeout` bounds each request,
+    /// the handshake included.
+    pub fn start(spec: &str, timeout: Duration) -> Result<McpServer, McpError> {
+        let spec = spec.trim();
+        let (name, link) = if spec.starts_with("http://") || spec.starts_with("https://") {
+            let name = url_name(spec);
+            let link = Link::Http(HttpLink::new(&name, spec, timeout));
+            (name, link)
+        } else {
+            let words = split_command(spec);
+            let name = server_name(&words);
+            let link = Link::Stdio(StdioLink::spawn(&name, spec, &words)?);
+            (name, link)
         };
-        let mut child = Command::new(program)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|source| McpError::Spawn {
-                server: name.clone(),
-                command: command.to_string(),
-                source,
-            })?;
-        let shared = Arc::new(Shared {
-            pending: Mutex::new(HashMap::new()),
-            closed: Mutex::new(None),
-            list_changed: AtomicBool::new(false),
-            stderr: Mutex::new(String::new()),
-            stdin: Mutex::new(child.stdin.take()),
-        });
-        let stdout = child.stdout.take().expect("piped stdout");
-        let stderr = child.stderr.take().expect("piped stderr");
-        {
-            let shared = Arc::clone(&shared);
-            std::thread::spawn(move || read_messages(stdout, &shared));
-        }
-        {
-            let shared = Arc::clone(&shared);
-            std::thread::spawn(move || keep_stderr_tail(stderr, &shared));
-        }
         let mut server = McpServer {
             name,
-            child: Mutex::new(child),
-            shared,
+            link,
             next_id: AtomicU64::new(1),
             timeout,
             info: None,
@@ -175,7 +95,7 @@ impl McpServer {
     }
 
     /// The name errors and prefixed tool names use (from the command: `filesystem` for
-    /// `npx -y @modelcontextprotocol/server-filesystem /tmp`).
+    /// `npx -y @modelcontextprotocol/server-filesystem /tmp`; from a URL, its host and port).
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -188,7 +108,10 @@ impl McpServer {
     /// Whether the server sent `notifications/tools/list_changed` since the last call (the
     /// flag is cleared by reading it): the catalog must be listed again.
     pub fn take_list_changed(&self) -> bool {
-        self.shared.list_changed.swap(false, Ordering::SeqCst)
+        match &self.link {
+            Link::Stdio(l) => l.take_list_changed(),
+            Link::Http(l) => l.take_list_changed(),
+        }
     }
 
     fn initialize(&mut self) -> Result<(), McpError> {
@@ -214,10 +137,14 @@ impl McpServer {
                 .as_str()
                 .unwrap_or("")
                 .to_string(),
-            protocol_version: got,
+            protocol_version: got.clone(),
             list_changed: r["capabilities"]["tools"]["listChanged"] == json!(true),
         });
-        self.notify("notifications/initialized", json!({}))
+        self.notify("notifications/initialized", json!({}))?;
+        if let Link::Http(l) = &self.link {
+            l.initialized(&got);
+        }
+        Ok(())
     }
 
     /// Every tool the server offers (all pages of `tools/list`), as the server wrote them.
@@ -266,268 +193,34 @@ impl McpServer {
     }
 
     fn notify(&self, method: &str, params: Value) -> Result<(), McpError> {
-        self.shared
-            .write(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
-            .map_err(|source| self.write_error(method, source))
-    }
-
-    fn write_error(&self, method: &str, source: std::io::Error) -> McpError {
-        // A server that exited shows up first as a broken pipe: say that it exited.
-        match self.closed_error(method) {
-            Some(e) => e,
-            None => McpError::Write {
-                server: self.name.clone(),
-                source,
-            },
+        match &self.link {
+            Link::Stdio(l) => l.notify(method, params),
+            Link::Http(l) => l.notify(method, params),
         }
     }
 
     fn request(&self, method: &str, params: Value) -> Result<Value, McpError> {
-        if let Some(e) = self.closed_error(method) {
-            return Err(e);
-        }
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
-        let (tx, rx) = mpsc::channel();
-        self.shared
-            .pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id, tx);
-        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        if let Err(source) = self.shared.write(&msg) {
-            self.forget(id);
-            // Give the reader a moment to see the exit, so the error says so.
-            std::thread::sleep(Duration::from_millis(50));
-            return Err(self.write_error(method, source));
-        }
-        let reply = rx.recv_timeout(self.timeout);
-        self.forget(id);
-        match reply {
-            Ok(Reply::Result(v)) => Ok(v),
-            Ok(Reply::Error { code, message }) => Err(McpError::Rpc {
-                server: self.name.clone(),
-                method: method.to_string(),
-                code,
-                message,
-            }),
-            Ok(Reply::Closed) | Err(RecvTimeoutError::Disconnected) => Err(self
-                .closed_error(method)
-                .unwrap_or_else(|| self.malformed("the connection closed"))),
-            Err(RecvTimeoutError::Timeout) => Err(McpError::Timeout {
-                server: self.name.clone(),
-                method: method.to_string(),
-                ms: self.timeout.as_millis() as u64,
-            }),
-        }
-    }
-
-    fn forget(&self, id: u64) {
-        self.shared
-            .pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&id);
-    }
-
-    /// Why the connection is closed, as an error about `method`, if it is.
-    fn closed_error(&self, method: &str) -> Option<McpError> {
-        let closed = self
-            .shared
-            .closed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()?;
-        Some(match closed {
-            Closed::Malformed(detail) => McpError::Malformed {
-                server: self.name.clone(),
-                detail,
-            },
-            Closed::Exited => {
-                let status = self.exit_status();
-                // The stderr reader may still be draining the last lines.
-                std::thread::sleep(Duration::from_millis(20));
-                let tail = self
-                    .shared
-                    .stderr
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .trim()
-                    .to_string();
-                McpError::Exited {
-                    server: self.name.clone(),
-                    method: method.to_string(),
-                    status,
-                    stderr: if tail.is_empty() {
-                        String::new()
-                    } else {
-                        format!(": {tail}")
-                    },
-                }
-            }
-        })
-    }
-
-    /// The child's exit status, waiting briefly for it (its stdout closes just before).
-    fn exit_status(&self) -> String {
-        let mut child = self.child.lock().unwrap_or_else(|p| p.into_inner());
-        let until = Instant::now() + Duration::from_millis(500);
-        loop {
-            match child.try_wait() {
-                Ok(Some(s)) => return s.to_string(),
-                Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(10)),
-                Ok(None) => return "its output closed".to_string(),
-                Err(e) => return format!("status unknown: {e}"),
-            }
+        match &self.link {
+            Link::Stdio(l) => l.request(id, method, params, self.timeout),
+            Link::Http(l) => l.request(id, method, params),
         }
     }
 }
 
-impl Drop for McpServer {
-    fn drop(&mut self) {
-        // Closing stdin is the stdio transport's shutdown; a server that lingers is killed.
-        self.shared
-            .stdin
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        let mut child = self.child.lock().unwrap_or_else(|p| p.into_inner());
-        let until = Instant::now() + Duration::from_millis(300);
-        while Instant::now() < until {
-            if let Ok(Some(_)) = child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-}
-
-/// The reader thread: route responses to their requests, answer the server's own requests,
-/// note notifications; close everything on EOF or on a line that is not JSON-RPC.
-fn read_messages(stdout: impl Read, shared: &Shared) {
-    let mut reader = BufReader::new(stdout);
-    let mut line = String::new();
-    let mut n = 0usize;
-    loop {
-        line.clear();
-        n += 1;
-        match (&mut reader).take(MAX_LINE).read_line(&mut line) {
-            Ok(0) => return shared.close(Closed::Exited),
-            Ok(_) if !line.ends_with('\n') && line.len() as u64 >= MAX_LINE => {
-                return shared.close(Closed::Malformed(format!(
-                    "line {n} is longer than {MAX_LINE} bytes"
-                )))
-            }
-            Ok(_) => {}
-            Err(e) => {
-                return shared.close(Closed::Malformed(format!("line {n} is not UTF-8: {e}")))
-            }
-        }
-        let text = line.trim();
-        if text.is_empty() {
-            continue;
-        }
-        let msg: Value = match serde_json::from_str(text) {
-            Ok(v @ Value::Object(_)) => v,
-            Ok(_) => {
-                return shared.close(Closed::Malformed(format!(
-                    "line {n} is JSON but not a JSON-RPC object: {}",
-                    clip(text)
-                )))
-            }
-            Err(e) => {
-                return shared.close(Closed::Malformed(format!(
-                    "line {n} is not JSON ({e}): {}",
-                    clip(text)
-                )))
-            }
-        };
-        if let Err(why) = route(&msg, shared) {
-            return shared.close(Closed::Malformed(format!("line {n}: {why}")));
-        }
-    }
-}
-
-fn route(msg: &Value, shared: &Shared) -> Result<(), String> {
-    if msg.get("jsonrpc") != Some(&json!("2.0")) {
-        return Err("no `\"jsonrpc\": \"2.0\"`".into());
-    }
-    let method = msg.get("method").and_then(Value::as_str);
-    match (msg.get("id"), method) {
-        // A request from the server: ping is answered, the rest (sampling, roots, elicitation:
-        // capabilities plansmith did not announce) get "method not found".
-        (Some(id), Some(m)) => {
-            let answer = if m == "ping" {
-                json!({"jsonrpc": "2.0", "id": id, "result": {}})
-            } else {
-                json!({"jsonrpc": "2.0", "id": id,
-                       "error": {"code": -32601, "message": format!("plansmith does not offer `{m}`")}})
-            };
-            let _ = shared.write(&answer);
-            Ok(())
-        }
-        (None, Some(m)) => {
-            if m == "notifications/tools/list_changed" {
-                shared.list_changed.store(true, Ordering::SeqCst);
-            }
-            Ok(())
-        }
-        (Some(id), None) => {
-            // Responses to ids plansmith never sent (or that timed out) are dropped.
-            let Some(id) = id.as_u64() else {
-                return Ok(());
-            };
-            let reply = match (msg.get("result"), msg.get("error")) {
-                (Some(r), None) => Reply::Result(r.clone()),
-                (None, Some(e)) => Reply::Error {
-                    code: e["code"].as_i64().unwrap_or(0),
-                    message: e["message"].as_str().unwrap_or("(no message)").to_string(),
-                },
-                _ => return Err("a response needs exactly one of `result` and `error`".into()),
-            };
-            // A response to a request that timed out meanwhile is dropped.
-            let waiter = shared
-                .pending
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&id);
-            if let Some(w) = waiter {
-                let _ = w.send(reply);
-            }
-            Ok(())
-        }
-        (None, None) => Err("neither a request, a notification nor a response".into()),
-    }
-}
-
-fn keep_stderr_tail(stderr: impl Read, shared: &Shared) {
-    let mut reader = BufReader::new(stderr);
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        match reader.read_until(b'\n', &mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {
-                let mut tail = shared.stderr.lock().unwrap_or_else(|p| p.into_inner());
-                tail.push_str(&String::from_utf8_lossy(&buf));
-                if tail.len() > STDERR_TAIL {
-                    let mut cut = tail.len() - STDERR_TAIL;
-                    while !tail.is_char_boundary(cut) {
-                        cut += 1;
-                    }
-                    tail.drain(..cut);
-                }
-            }
-        }
-    }
-}
-
-fn clip(s: &str) -> String {
-    if s.chars().count() <= 120 {
-        s.to_string()
+/// A name for a server reached by URL: its host and port (`127_0_0_1_3001`).
+fn url_name(url: &str) -> String {
+    let rest = url.split("://").nth(1).unwrap_or(url);
+    let authority = rest.split('/').next().unwrap_or(rest);
+    let host = authority.rsplit('@').next().unwrap_or(authority);
+    let name: String = host
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    if name.is_empty() {
+        "server".into()
     } else {
-        format!("{}…", s.chars().take(120).collect::<String>())
+        name
     }
 }
 
@@ -604,5 +297,14 @@ mod tests {
         assert_eq!(name("python3 tests/stub.py --flag"), "stub");
         assert_eq!(name("/usr/bin/my-tools"), "my_tools");
         assert_eq!(name(""), "server");
+    }
+
+    #[test]
+    fn url_servers_are_named_after_host_and_port() {
+        assert_eq!(url_name("http://127.0.0.1:3001/mcp"), "127_0_0_1_3001");
+        assert_eq!(
+            url_name("https://user@tools.example.com/mcp"),
+            "tools_example_com"
+        );
     }
 }

@@ -196,3 +196,48 @@ fn a_bad_server_leaves_the_others_working() {
         "ok"
     );
 }
+
+/// The streamable HTTP transport against the everything server (`streamableHttp` mode, answers
+/// in server-sent events with a session id); a dead address is a clear error.
+#[test]
+fn streamable_http_transport() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = std::process::Command::new(npm_server("mcp-server-everything"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let until = Instant::now() + Duration::from_secs(30);
+    let server = loop {
+        match McpServer::start(&url, TIMEOUT) {
+            Ok(s) => break s,
+            Err(McpError::Connect { .. }) if Instant::now() < until => {
+                std::thread::sleep(Duration::from_millis(200))
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
+    assert_eq!(server.name(), format!("127_0_0_1_{port}"));
+    let tools = server.list_tools().unwrap();
+    assert!(tools.iter().any(|t| t["name"] == "get-sum"), "{tools:?}");
+    let r = server
+        .call_tool("get-sum", &json!({"a": 2, "b": 40}))
+        .unwrap();
+    assert!(r.text().contains("42"), "{}", r.text());
+    drop(server);
+    let _ = child.kill();
+    let _ = child.wait();
+
+    let e = McpServer::start(&url, TIMEOUT)
+        .err()
+        .expect("nothing listens any more");
+    assert!(matches!(e, McpError::Connect { .. }), "{e}");
+    assert!(e.to_string().contains(&url), "{e}");
+}

@@ -29,7 +29,8 @@ Exit status: 0 every call ran; 1 no verified plan, a call refused or a tool repo
 pub struct RunArgs {
     #[command(flatten)]
     planner: PlannerArgs,
-    /// An MCP server, as the command line that starts it (stdio transport). Repeatable: the
+    /// An MCP server: the command line that starts it (stdio), or its URL (streamable HTTP,
+    /// `http://127.0.0.1:3001/mcp`). Repeatable: the
     /// catalog is the union of the servers' tools (a name two servers share is prefixed with
     /// the server's name). A server that fails is reported; the others keep working.
     #[arg(long = "mcp", required = true, value_name = "COMMAND")]

@@ -19,7 +19,8 @@ pub struct ServeArgs {
     /// Catalog for requests that send no `tools` (default: the planner's own).
     #[arg(long)]
     pub tools: Option<PathBuf>,
-    /// Take the catalog from an MCP server, given as the command line that starts it (stdio).
+    /// Take the catalog from an MCP server: the command line that starts it (stdio), or its
+    /// URL (streamable HTTP).
     /// Repeatable: the union of the servers' tools, names two servers share prefixed with the
     /// server's name. When a server announces its tools changed, the catalog is rebuilt
     /// (requests in flight finish on the old one). See docs/guide/mcp.md.
