@@ -298,3 +298,36 @@ fn for_each_event(reader: impl BufRead, mut f: impl FnMut(Value) -> bool) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::for_each_event;
+    use serde_json::{json, Value};
+
+    fn events(text: &str) -> Vec<Value> {
+        let mut out = Vec::new();
+        for_each_event(text.as_bytes(), |v| {
+            out.push(v);
+            true
+        });
+        out
+    }
+
+    #[test]
+    fn server_sent_events_are_split_and_joined() {
+        let text =
+            "event: message\nid: 1\ndata: {\"a\":\ndata: 1}\n\n: comment\n\ndata: not json\n\n";
+        assert_eq!(events(text), vec![json!({"a": 1}), json!("not json")]);
+        assert!(
+            events("data: {}").is_empty(),
+            "an event ends at a blank line"
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_stream_parses_without_panicking(s in "(data: |event: |id: |\\n|[ -~]){0,80}") {
+            let _ = events(&s);
+        }
+    }
+}

@@ -74,3 +74,100 @@ pub(crate) fn clip(s: &str) -> String {
         format!("{}…", s.chars().take(120).collect::<String>())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn messages_are_classified() {
+        let r = classify(&json!({"jsonrpc": "2.0", "id": 3, "result": {"x": 1}})).unwrap();
+        assert!(matches!(
+            r,
+            Incoming::Response {
+                id: Some(3),
+                result: Ok(_)
+            }
+        ));
+        let r =
+            classify(&json!({"jsonrpc": "2.0", "id": "a", "error": {"code": -1, "message": "m"}}))
+                .unwrap();
+        assert!(matches!(
+            r,
+            Incoming::Response {
+                id: None,
+                result: Err((-1, _))
+            }
+        ));
+        let r = classify(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})).unwrap();
+        assert!(matches!(r, Incoming::Request { .. }));
+        assert_eq!(answer(&json!(1), "ping")["result"], json!({}));
+        assert_eq!(
+            answer(&json!(1), "sampling/createMessage")["error"]["code"],
+            -32601
+        );
+        for bad in [
+            json!([1]),
+            json!({"id": 1, "result": 1}),
+            json!({"jsonrpc": "2.0", "id": 1}),
+            json!({"jsonrpc": "2.0", "id": 1, "result": 1, "error": {}}),
+            json!({"jsonrpc": "2.0"}),
+        ] {
+            assert!(classify(&bad).is_err(), "{bad}");
+        }
+    }
+
+    fn any_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            ".{0,8}".prop_map(Value::from),
+            prop_oneof![
+                Just("2.0"),
+                Just("id"),
+                Just("method"),
+                Just("result"),
+                Just("error")
+            ]
+            .prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 24, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map(
+                    prop_oneof![
+                        Just("jsonrpc".to_string()),
+                        Just("id".to_string()),
+                        Just("method".to_string()),
+                        Just("result".to_string()),
+                        Just("error".to_string()),
+                        "[a-z]{1,4}"
+                    ],
+                    inner,
+                    0..5
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        /// Whatever a server sends, classifying it answers (never panics), and a message that
+        /// classifies as a response carries the id it was sent with.
+        #[test]
+        fn classify_never_panics(v in any_json()) {
+            if let Ok(Incoming::Response { id: Some(id), .. }) = classify(&v) {
+                prop_assert_eq!(v["id"].as_u64(), Some(id));
+            }
+        }
+
+        #[test]
+        fn clip_keeps_short_text_and_cuts_long(s in ".{0,300}") {
+            let c = clip(&s);
+            prop_assert!(c.chars().count() <= 121);
+            if s.chars().count() <= 120 { prop_assert_eq!(c, s); }
+        }
+    }
+}

@@ -299,6 +299,17 @@ mod tests {
         assert_eq!(name(""), "server");
     }
 
+    proptest::proptest! {
+        /// Any command line or URL gives a non-empty name of safe characters.
+        #[test]
+        fn names_are_never_empty(s in ".{0,60}") {
+            for n in [server_name(&split_command(&s)), url_name(&s)] {
+                proptest::prop_assert!(!n.is_empty());
+                proptest::prop_assert!(n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.'), "{}", n);
+            }
+        }
+    }
+
     #[test]
     fn url_servers_are_named_after_host_and_port() {
         assert_eq!(url_name("http://127.0.0.1:3001/mcp"), "127_0_0_1_3001");
