@@ -213,7 +213,12 @@ fn url_name(url: &str) -> String {
     let rest = url.split("://").nth(1).unwrap_or(url);
     let authority = rest.split('/').next().unwrap_or(rest);
     let host = authority.rsplit('@').next().unwrap_or(authority);
-    let name: String = host
+    safe_name(host)
+}
+
+/// `s` with every character but ASCII letters and digits made `_`; `server` if empty.
+fn safe_name(s: &str) -> String {
+    let name: String = s
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
@@ -256,15 +261,7 @@ fn server_name(words: &[String]) -> String {
         .or_else(|| base.strip_prefix("server-"))
         .or_else(|| base.strip_prefix("mcp_server_"))
         .unwrap_or(base);
-    let name: String = short
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect();
-    if name.is_empty() {
-        "server".into()
-    } else {
-        name
-    }
+    safe_name(short)
 }
 
 #[cfg(test)]
