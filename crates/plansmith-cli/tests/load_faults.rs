@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -20,14 +20,7 @@ use std::time::{Duration, Instant};
 use plansmith_serve::client::Client;
 use serde_json::{json, Value};
 
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+mod support;
 
 /// An OpenAI-compatible teacher that, call by call, answers, answers late (300 ms), fails
 /// (HTTP 500) and hangs (past the server's 1 s teacher timeout). One thread per connection,
@@ -155,22 +148,16 @@ fn load_with_a_faulty_teacher_and_a_full_disk() {
          --teacher '{teacher}' --teacher-timeout 1 --harvest '{}'",
         harvest.display()
     );
-    let mut child = Command::new("sh")
-        .args(["-c", &script, env!("CARGO_BIN_EXE_plansmith")])
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", &script, env!("CARGO_BIN_EXE_plansmith")])
         .env_remove("PLANSMITH_API_KEY")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start plansmith serve under sh");
-    let pid = child.id();
-    let stdout = child.stdout.take().unwrap();
-    let server = Process(child);
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap();
-    let addr: SocketAddr = line
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("http://"))
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .stderr(Stdio::inherit());
+    let server = support::serve(cmd);
+    let pid = server.pid();
+    let addr: SocketAddr = server
+        .url
+        .strip_prefix("http://")
+        .expect("an http address")
         .parse()
         .unwrap();
 

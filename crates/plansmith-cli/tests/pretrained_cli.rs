@@ -1,6 +1,8 @@
 //! `plan --gguf` and `eval bfcl` as a user runs them, on the real SmolLM2 GGUF and the real
 //! BFCL data from `scripts/assets.sh`.
 
+mod support;
+
 use std::process::{Command, Output};
 
 fn plansmith(args: &[&str]) -> Output {
@@ -115,36 +117,15 @@ fn eval_bfcl_scores_and_writes_reports() {
     assert!(!err.contains("panicked"), "{err}");
 }
 
-/// Kills the server when the test ends, whatever happens.
-struct Server(std::process::Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn eval_bfcl_scores_an_openai_endpoint() {
-    use std::io::{BufRead, BufReader};
     // Our own server with the embedded Pace planner and an impossible floor: every answer is
     // "no call", which BFCL scores right on irrelevance and wrong on simple_python.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_plansmith"))
-        .args(["serve", "--addr", "127.0.0.1:0", "--floor", "1e9"])
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("start plansmith serve");
-    let stdout = child.stdout.take().unwrap();
-    let _server = Server(child);
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_plansmith"));
+    cmd.args(["serve", "--addr", "127.0.0.1:0", "--floor", "1e9"])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let served = support::serve(cmd);
+    let url = served.url.clone();
     let o = plansmith(&[
         "eval",
         "bfcl",

@@ -2,6 +2,8 @@
 //! scripts/assets.sh) executes verified calls; destructive tools need --yes; bad servers and
 //! bad plans are clear errors.
 
+mod support;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -125,15 +127,6 @@ fn run_executes_verified_calls_on_mcp_servers() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-struct Process(std::process::Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn tool_names(url: &str) -> Vec<String> {
     let mut resp = ureq::get(&format!("{url}/v1/tools")).call().unwrap();
     let v: serde_json::Value = resp.body_mut().read_json().unwrap();
@@ -149,37 +142,26 @@ fn tool_names(url: &str) -> Vec<String> {
 /// announces a change (the stub adds a tool a second after it starts).
 #[test]
 fn serve_takes_its_catalog_from_mcp_servers_and_follows_changes() {
-    use std::io::{BufRead, BufReader};
     let stub = format!(
         "python3 {} grows",
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("../plansmith-mcp/tests/stub_server.py")
             .display()
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_plansmith"))
-        .args([
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--workers",
-            "1",
-            "--no-ui",
-        ])
-        .args(["--mcp", &stub, "--mcp", "/nonexistent/mcp-server-gone"])
-        .env_remove("PLANSMITH_API_KEY")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let _process = Process(child);
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_plansmith"));
+    cmd.args([
+        "serve",
+        "--addr",
+        "127.0.0.1:0",
+        "--workers",
+        "1",
+        "--no-ui",
+    ])
+    .args(["--mcp", &stub, "--mcp", "/nonexistent/mcp-server-gone"])
+    .env_remove("PLANSMITH_API_KEY")
+    .stderr(std::process::Stdio::inherit());
+    let served = support::serve(cmd);
+    let url = served.url.clone();
     let first = tool_names(&url);
     assert!(
         first.starts_with(&["echo".to_string(), "grow".into(), "fail".into()]),

@@ -6,17 +6,9 @@
 #[path = "../../plansmith-serve/tests/common/mod.rs"]
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+mod support;
 
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use std::process::{Command, Stdio};
 
 #[test]
 fn openai_python_client_against_plansmith_serve() {
@@ -28,33 +20,22 @@ fn openai_python_client_against_plansmith_serve() {
         .expect("save the tiny planner");
 
     let key = "e2e-secret";
-    let mut child = Command::new(env!("CARGO_BIN_EXE_plansmith"))
-        .args([
-            "serve",
-            "--planner",
-            planner_dir.to_str().unwrap(),
-            "--addr",
-            "127.0.0.1:0",
-            "--workers",
-            "2",
-        ])
-        .args(["--floor", "-1e30", "--model-id", "tiny-e2e"])
-        .env("PLANSMITH_API_KEY", key)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start plansmith serve");
-    let stdout = child.stdout.take().unwrap();
-    let server = Server(child);
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("read the listen line");
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("plansmith serve did not print its address: {line:?}"))
-        .to_string();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_plansmith"));
+    cmd.args([
+        "serve",
+        "--planner",
+        planner_dir.to_str().unwrap(),
+        "--addr",
+        "127.0.0.1:0",
+        "--workers",
+        "2",
+    ])
+    .args(["--floor", "-1e30", "--model-id", "tiny-e2e"])
+    .env("PLANSMITH_API_KEY", key)
+    .stderr(Stdio::inherit());
+    let server = support::serve(cmd);
+    let url = server.url.clone();
+    let line = server.banner.clone();
     assert!(line.contains("tiny-e2e"), "{line}");
 
     let out = Command::new("python3")

@@ -9,24 +9,17 @@
 //! Fails loudly when the browser or the driver is missing: set `PLANSMITH_CHROMIUM` /
 //! `PLANSMITH_CHROMEDRIVER` to use others than /usr/bin/chromium and /usr/bin/chromedriver.
 
-use std::io::{BufRead, BufReader};
+mod support;
+
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
 use serde_json::{json, Value};
 
-/// Kills the child process when the test ends, passed or not.
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use support::Process;
 
 fn tool(var: &str, default: &str, package: &str) -> PathBuf {
     let path = PathBuf::from(std::env::var(var).unwrap_or_else(|_| default.to_string()));
@@ -46,28 +39,16 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// `plansmith serve` with extra flags; returns the process and its base URL.
-fn serve(args: &[&str]) -> (Process, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_plansmith"))
-        .args(["serve", "--addr", "127.0.0.1:0", "--workers", "1"])
+/// `plansmith serve` with extra flags; returns the running server and its base URL.
+fn serve(args: &[&str]) -> (support::Served, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_plansmith"));
+    cmd.args(["serve", "--addr", "127.0.0.1:0", "--workers", "1"])
         .args(args)
         .env_remove("PLANSMITH_API_KEY")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start plansmith serve");
-    let stdout = child.stdout.take().unwrap();
-    let process = Process(child);
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("read the listen line");
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("plansmith serve did not print its address: {line:?}"))
-        .to_string();
-    (process, url)
+        .stderr(Stdio::inherit());
+    let served = support::serve(cmd);
+    let url = served.url.clone();
+    (served, url)
 }
 
 /// Just enough of the W3C WebDriver protocol (plain HTTP + JSON) to drive one page.
