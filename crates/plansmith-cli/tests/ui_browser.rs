@@ -333,13 +333,16 @@ fn playground_shows_plans_escalations_catalog_errors_and_asks_for_the_key() {
     );
     browser.click("#download");
     let saved = downloads.join("plansmith-playground.jsonl");
+    // Chromium may create the file before it has written it: wait for the whole content.
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !saved.exists() {
-        assert!(Instant::now() < deadline, "the traces were not downloaded");
+    let file = loop {
+        let file = std::fs::read_to_string(&saved).unwrap_or_default();
+        if file.trim_end() == traces.as_str().unwrap() || Instant::now() > deadline {
+            break file;
+        }
         std::thread::sleep(Duration::from_millis(50));
-    }
-    let file = std::fs::read_to_string(&saved).unwrap();
-    assert_eq!(file.trim_end(), traces.as_str().unwrap());
+    };
+    assert_eq!(file.trim_end(), traces.as_str().unwrap(), "the download");
     // ... and `plansmith train` reads them.
     let read = plansmith_core::trace::read_traces(&saved).expect("the download is training data");
     assert_eq!(read[0].calls[0].name, "open");
