@@ -3,7 +3,8 @@
 //! started here) answers and the answer is harvested; `train --continue` retrains the tiny hop
 //! on the harvest, and the retrained hop then answers that request itself.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod support;
+
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -34,25 +35,9 @@ fn teacher_stub(name: &str, arguments: &str) -> String {
     .to_string();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut len = 0usize;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    len = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut sink = vec![0u8; len];
-            let _ = reader.read_exact(&mut sink);
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
+            let Ok(stream) = stream else { continue };
+            support::read_request(&stream);
+            support::write_json(stream, "200 OK", &body);
         }
     });
     url

@@ -10,7 +10,6 @@
 //! the size; docs/results/reliability.md has the 10,000-request run.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -39,23 +38,11 @@ fn teacher_stub() -> String {
     .to_string();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
+            let Ok(stream) = stream else { continue };
             let n = calls.fetch_add(1, Ordering::Relaxed);
             let body = body.clone();
             std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut len = 0usize;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                        len = v.trim().parse().unwrap_or(0);
-                    }
-                }
-                let mut sink = vec![0u8; len];
-                let _ = reader.read_exact(&mut sink);
+                support::read_request(&stream);
                 let (status, body) = match n % 4 {
                     0 => ("200 OK", body),
                     1 => {
@@ -71,11 +58,7 @@ fn teacher_stub() -> String {
                         return;
                     }
                 };
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
+                support::write_json(stream, status, &body);
             });
         }
     });

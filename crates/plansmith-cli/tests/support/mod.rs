@@ -54,3 +54,32 @@ pub fn serve(mut cmd: Command) -> Served {
         process,
     }
 }
+
+/// Read one HTTP/1.1 request (its headers, then a body of `Content-Length` bytes) from a
+/// test stub's connection; the request itself is not needed by the stubs.
+pub fn read_request(stream: &std::net::TcpStream) {
+    use std::io::Read;
+    let mut reader = BufReader::new(stream.try_clone().expect("clone the stream"));
+    let mut len = 0usize;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            len = v.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut sink = vec![0u8; len];
+    let _ = reader.read_exact(&mut sink);
+}
+
+/// Answer a test stub's connection with a JSON body and close it.
+pub fn write_json(mut stream: std::net::TcpStream, status: &str, body: &str) {
+    use std::io::Write;
+    let _ = write!(
+        stream,
+        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+}
