@@ -21,6 +21,7 @@ mod error;
 mod gen;
 pub mod regex;
 mod runtime;
+mod schema_form;
 mod tokenv;
 
 pub use engine::{CacheKey, CacheStats, Engine, Prepared};
@@ -30,4 +31,5 @@ pub use gen::{grammar_text, template, Options, Template, DSL_ARRAY_CAP, MAX_CALL
 /// re-exported here because every grammar call takes them.
 pub use plansmith_core::request::{Entity, Request, ToolChoice};
 pub use runtime::{Constraint, ConstraintState, Mask};
+pub use schema_form::plan_schema;
 pub use tokenv::TokEnv;

@@ -12,7 +12,7 @@ use crate::McpError;
 
 /// Protocol revisions this client speaks, newest first (it asks for the first). Their
 /// `tools/list` and `tools/call` are the same for what plansmith uses.
-pub const PROTOCOL_VERSIONS: [&str; 3] = ["2025-06-18", "2025-03-26", "2024-11-05"];
+pub const PROTOCOL_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
 /// `tools/list` pages before a server is taken to paginate forever.
 const MAX_PAGES: usize = 1000;

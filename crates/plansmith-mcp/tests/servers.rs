@@ -87,6 +87,47 @@ fn everything_server_notifies_before_answering() {
     assert!(r.text().contains("hi there"), "{}", r.text());
 }
 
+/// A server built with the official Python SDK: its tool list grows mid-run, it says so, and
+/// the new tool is listed and called.
+#[test]
+fn python_sdk_server_changes_its_tools_mid_run() {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/sdk_server.py");
+    let server = McpServer::start(&format!("python3 {}", script.display()), TIMEOUT)
+        .expect("start the Python SDK server (pip install -r scripts/requirements-ci.txt)");
+    let names = |s: &McpServer| -> Vec<String> {
+        let mut n: Vec<String> = s
+            .list_tools()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect();
+        n.sort();
+        n
+    };
+    assert_eq!(names(&server), vec!["echo", "grow"]);
+    let echoed = server.call_tool("echo", &json!({"text": "a b"})).unwrap();
+    assert!(!echoed.is_error);
+    assert_eq!(echoed.text(), "a b");
+    assert!(!server.take_list_changed());
+    assert_eq!(
+        server.call_tool("grow", &json!({})).unwrap().text(),
+        "added shout"
+    );
+    let until = Instant::now() + Duration::from_secs(5);
+    while !server.take_list_changed() {
+        assert!(Instant::now() < until, "no list_changed seen");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(names(&server), vec!["echo", "grow", "shout"]);
+    assert_eq!(
+        server
+            .call_tool("shout", &json!({"text": "hi"}))
+            .unwrap()
+            .text(),
+        "HI"
+    );
+}
+
 #[test]
 fn pagination_list_changed_and_server_pings() {
     let server = McpServer::start(&stub("ok"), TIMEOUT).unwrap();

@@ -88,6 +88,8 @@ pub enum Persisted<'a> {
         base: &'a Path,
         adapter: Option<&'a Path>,
     },
+    /// A model on a remote engine ([`crate::remote`]): nothing to save.
+    Remote { describe: &'a str },
 }
 
 /// An incremental decoding state: a KV cache positioned after the prompt.

@@ -68,6 +68,12 @@ impl Planner {
                     adapter: adapter.map(|_| ADAPTER.into()),
                 }),
             ),
+            Persisted::Remote { describe } => {
+                return Err(dir_err(
+                    dir,
+                    format!("a planner on a remote engine ({describe}) has no model to save"),
+                ))
+            }
         };
         let manifest = Manifest {
             format_version: FORMAT_VERSION,
@@ -101,6 +107,7 @@ impl Planner {
                     copy_dir(adapter, &tmp.join(ADAPTER))?;
                 }
             }
+            Persisted::Remote { .. } => {}
         }
         let old = parent.join(format!(".{name}.old-{}", std::process::id()));
         if dir.exists() {

@@ -9,6 +9,11 @@ pub enum PlannerError {
     Lm(#[from] plansmith_lm::LmError),
     #[error(transparent)]
     Llama(#[from] plansmith_llama::LlamaError),
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    /// Scoring or sampling asked of a planner whose model runs on a remote engine.
+    #[error("this needs the model's logits, which a remote backend does not give ({0}); use a local planner")]
+    RemoteOnly(String),
     #[error("grammar: {0}")]
     Grammar(#[from] plansmith_grammar::GrammarError),
     #[error("token vocabulary: {0}")]
@@ -50,4 +55,23 @@ pub enum PlannerError {
         block: usize,
         fit: usize,
     },
+}
+
+/// Why the engine gave no reply to gate. Every message names the engine's address.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    #[error("backend spec `{spec}`: {message}")]
+    Spec { spec: String, message: String },
+    #[error("backend {url} is unreachable: {message}")]
+    Unreachable { url: String, message: String },
+    #[error("backend {url} did not answer within {ms} ms")]
+    Timeout { url: String, ms: u128 },
+    #[error("backend {url} answered HTTP {status}: {body}")]
+    Status {
+        url: String,
+        status: u16,
+        body: String,
+    },
+    #[error("backend {url} sent a reply plansmith cannot read: {message}")]
+    Reply { url: String, message: String },
 }

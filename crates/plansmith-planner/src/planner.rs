@@ -12,9 +12,11 @@ use plansmith_core::{Call, Catalog, Plan, Syntax, Trace, TraceSource};
 use plansmith_grammar::{Engine, Options, Request, ToolChoice};
 use plansmith_lm::{AnyCodec, Sampler, TinyGpt};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::backend::{ModelBackend, Persisted, Started};
 use crate::error::PlannerError;
+use crate::remote::{EngineConstraint, Form, RemoteEngine, RemoteLm, MAX_REPLY_TOKENS};
 use crate::settings::{ConfidenceMode, PlannerMeta, PlannerSettings};
 use crate::teacher::Teacher;
 use crate::tiny::TinyLm;
@@ -55,6 +57,14 @@ pub struct Outcome {
     /// In a cascade: every hop that decoded this request, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hops: Vec<HopReport>,
+    /// With a remote backend: the engine's own time (its HTTP round trip) within `latency`.
+    #[serde(
+        default,
+        rename = "engine_ms",
+        skip_serializing_if = "Option::is_none",
+        with = "opt_duration_ms"
+    )]
+    pub engine: Option<Duration>,
 }
 
 /// One draw of [`Planner::sample`]: its text, and its plan and score when it is valid.
@@ -77,6 +87,21 @@ pub struct HopReport {
     pub reason: Option<String>,
     #[serde(rename = "latency_ms", with = "duration_ms")]
     pub latency: Duration,
+}
+
+mod opt_duration_ms {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_f64(d.as_secs_f64() * 1e3),
+            None => s.serialize_none(),
+        }
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1e3)))
+    }
 }
 
 mod duration_ms {
@@ -112,6 +137,8 @@ pub struct Decoded {
     /// The reply hit the token budget and was steered to close early: valid, but not what
     /// the model would have said.
     pub truncated: bool,
+    /// With a remote backend: the engine's own time.
+    pub engine_time: Option<Duration>,
 }
 
 impl Decoded {
@@ -203,7 +230,19 @@ pub struct Planner {
     /// In a cascade: this hop's name, and the hop its escalations go to before any teacher.
     hop: Option<String>,
     next: Option<Box<Planner>>,
+    /// The engine that runs this planner's model, when it is remote ([`crate::remote`]).
+    remote: Option<Remote>,
 }
+
+/// A remote engine and what its requests reuse per catalog: the system message and, for
+/// JSON-Schema engines, the plan schema (the Lark grammar is the engine cache's template).
+struct Remote {
+    engine: RemoteEngine,
+    by_catalog: Mutex<HashMap<(String, Options), Arc<PerCatalog>>>,
+}
+
+/// The system message, and the plan's JSON Schema for engines that take one.
+type PerCatalog = (String, Option<Value>);
 
 impl Planner {
     /// A tiny-GPT planner.
@@ -257,6 +296,7 @@ impl Planner {
             counters: Mutex::new(Counters::default()),
             hop: None,
             next: None,
+            remote: None,
         };
         // Compile the default catalog's validator and grammar now, not on the first request.
         let grammar_catalog = planner.grammar_catalog(&catalog);
@@ -270,6 +310,34 @@ impl Planner {
             )
             .map_err(PlannerError::from)?;
         Ok(planner)
+    }
+
+    /// A planner whose model runs on `engine` ([`crate::remote`]): the catalog's constraint
+    /// is sent in the form that engine enforces; its reply is gated here like a local one.
+    pub fn remote(
+        engine: RemoteEngine,
+        catalog: Catalog,
+        settings: PlannerSettings,
+    ) -> Result<Planner, PlannerError> {
+        if engine.spec().dialect.form() == Form::JsonSchema && settings.syntax != Syntax::JsonArray
+        {
+            return Err(PlannerError::Data(format!(
+                "{} takes JSON Schema constraints, which exist for the json syntax only",
+                engine.describe()
+            )));
+        }
+        let lm = Box::new(RemoteLm::new(&engine));
+        let mut planner = Planner::with_lm(lm, catalog, settings, PlannerMeta::default())?;
+        planner.remote = Some(Remote {
+            engine,
+            by_catalog: Mutex::new(HashMap::new()),
+        });
+        Ok(planner)
+    }
+
+    /// The remote engine this planner's model runs on, if any.
+    pub fn remote_engine(&self) -> Option<&RemoteEngine> {
+        self.remote.as_ref().map(|r| &r.engine)
     }
 
     pub fn with_teacher(mut self, teacher: Box<dyn Teacher>) -> Self {
@@ -337,7 +405,7 @@ impl Planner {
     pub fn tiny(&self) -> Option<(&TinyGpt, &AnyCodec)> {
         match self.lm.persisted() {
             Persisted::Tiny { model, codec } => Some((model, codec)),
-            Persisted::Pretrained { .. } => None,
+            Persisted::Pretrained { .. } | Persisted::Remote { .. } => None,
         }
     }
 
@@ -415,6 +483,9 @@ impl Planner {
     pub fn decode(&self, req: &PlanRequest) -> Result<Decoded, PlannerError> {
         if req.deadline.is_some_and(|d| Instant::now() >= d) {
             return Ok(dead_end("deadline reached before decoding began".into()));
+        }
+        if let Some(remote) = &self.remote {
+            return self.decode_remote(remote, req);
         }
         let (catalog, hash) = self.catalog_and_hash(req.catalog.as_ref());
         let grammar_catalog = self.grammar_catalog(&catalog);
@@ -602,6 +673,90 @@ impl Planner {
         Ok(decoded)
     }
 
+    /// One request on the remote engine: the constraint in its form, the reply checked and
+    /// scored from the engine's logprobs.
+    fn decode_remote(&self, remote: &Remote, req: &PlanRequest) -> Result<Decoded, PlannerError> {
+        let (catalog, hash) = self.catalog_and_hash(req.catalog.as_ref());
+        let options = self.options(req.tool_choice.clone(), req.max_calls);
+        let request_text = prompt::clean_request(&req.text);
+        let form = remote.engine.spec().dialect.form();
+        let reused = {
+            let key = (hash.clone(), options.clone());
+            let mut cache = remote
+                .by_catalog
+                .lock()
+                .map_err(|_| PlannerError::Poisoned)?;
+            match cache.get(&key) {
+                Some(r) => r.clone(),
+                None => {
+                    let system =
+                        plansmith_llama::chat::tools_system_text(None, &catalog.to_openai())?;
+                    let schema = match form {
+                        Form::JsonSchema => {
+                            Some(plansmith_grammar::plan_schema(&catalog, &options)?)
+                        }
+                        Form::Lark => None,
+                    };
+                    if cache.len() > 64 {
+                        cache.clear();
+                    }
+                    let r = Arc::new((system, schema));
+                    cache.insert(key, r.clone());
+                    r
+                }
+            }
+        };
+        let (system, schema) = &*reused;
+        let constraint = match schema {
+            Some(s) => EngineConstraint::JsonSchema(s.clone()),
+            None => {
+                let prepared = self.engine.prepare_hashed(&hash, &catalog, &options)?;
+                let grammar_request = Request {
+                    text: request_text.clone(),
+                    entities: req.entities.clone(),
+                };
+                match prepared.template().grammar(&grammar_request) {
+                    Ok(g) => EngineConstraint::Lark(g),
+                    Err(e @ plansmith_grammar::GrammarError::NoCallableTool) => {
+                        return Ok(dead_end(e.to_string()))
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        };
+        let max_new = req
+            .max_tokens
+            .map_or(MAX_REPLY_TOKENS, |m| m.min(MAX_REPLY_TOKENS));
+        let body = remote
+            .engine
+            .body(system, &request_text, &constraint, max_new);
+        let reply = remote.engine.complete(&body, req.deadline)?;
+        let mut decoded = self.check(&catalog, &hash, &request_text, reply.text.trim())?;
+        decoded.engine_time = Some(reply.engine_time);
+        decoded.truncated = reply.cut_off;
+        match &reply.logprobs {
+            Some(lps) if !lps.is_empty() => {
+                let mean = lps.iter().map(|&l| l as f64).sum::<f64>() / lps.len() as f64;
+                let weakest = lps.iter().copied().fold(0f32, f32::min);
+                decoded.conf_all = mean as f32;
+                decoded.conf_chosen = mean as f32;
+                decoded.conf_weakest = weakest;
+                decoded.chosen_tokens = lps.len();
+            }
+            // Without logprobs there is no confidence to hold against a floor: with a floor
+            // set, the plan cannot be verified and escalates; without one it passes on
+            // validity alone.
+            _ if self.settings.conf_floor > f32::MIN => {
+                decoded.dead = Some(format!(
+                    "{} returned no logprobs, so the confidence floor cannot be checked",
+                    remote.engine.describe()
+                ));
+            }
+            _ => {}
+        }
+        Ok(decoded)
+    }
+
     /// The empty request's state for the name-prior correction, when it applies: a weight
     /// above 0, a DSL planner reading its tools from the prompt, and the tool not forced.
     fn name_prior(
@@ -681,6 +836,7 @@ impl Planner {
             forced_tokens: 0,
             chosen_tokens: 0,
             truncated: false,
+            engine_time: None,
         })
     }
 
@@ -795,6 +951,7 @@ impl Planner {
                 latency: start.elapsed(),
                 hop: self.hop.clone(),
                 hops,
+                engine: decoded.engine_time,
             });
         };
         self.bump(|c| c.escalated += 1);
@@ -838,6 +995,7 @@ impl Planner {
             latency: Duration::ZERO,
             hop: None,
             hops,
+            engine: decoded.engine_time,
         };
         if let Some(teacher) = &self.teacher {
             match teacher.plan(&req.text, &catalog) {
@@ -1061,6 +1219,7 @@ fn dead_end(reason: String) -> Decoded {
         forced_tokens: 0,
         chosen_tokens: 0,
         truncated: false,
+        engine_time: None,
     }
 }
 

@@ -154,6 +154,27 @@ impl ApiError {
         )
     }
 
+    /// 502: the inference engine behind `--backend` failed (unreachable, an error status, a
+    /// reply that is not a chat completion); the message names its address.
+    pub fn bad_gateway(message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::BAD_GATEWAY,
+            "server_error",
+            "backend_failed",
+            message,
+        )
+    }
+
+    /// 504: the inference engine behind `--backend` did not answer in time.
+    pub fn backend_timeout(message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::GATEWAY_TIMEOUT,
+            "timeout_error",
+            "backend_timeout",
+            message,
+        )
+    }
+
     pub fn unavailable(message: impl Into<String>) -> Self {
         Self::new(
             StatusCode::SERVICE_UNAVAILABLE,

@@ -17,7 +17,7 @@ use http_body_util::BodyExt;
 use plansmith_core::Catalog;
 use plansmith_core::Plan;
 use plansmith_planner::{
-    GrammarError, Outcome, PlanRequest, Planner, PlannerError, Sample, Source,
+    BackendError, GrammarError, Outcome, PlanRequest, Planner, PlannerError, Sample, Source,
 };
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
@@ -325,6 +325,14 @@ impl AppState {
             Ok(Err(e @ PlannerError::CatalogTooLong { .. })) if request_had_tools => {
                 Err(ApiError::invalid("tools", e.to_string()))
             }
+            Ok(Err(PlannerError::Backend(e @ BackendError::Timeout { .. }))) => {
+                Err(ApiError::backend_timeout(e.to_string()))
+            }
+            Ok(Err(PlannerError::Backend(e))) => Err(ApiError::bad_gateway(e.to_string())),
+            Ok(Err(e @ PlannerError::RemoteOnly(_))) => Err(ApiError::unsupported(
+                "model",
+                e.to_string(),
+            )),
             Ok(Err(PlannerError::Trace(e))) => Err(ApiError::harvest_failed(format!(
                 "the teacher answered, but its answer could not be harvested, so it is not returned: {e}"
             ))),
@@ -600,8 +608,11 @@ pub fn parse_plan(body: &Object, catalog: &Arc<Catalog>) -> Result<PlanRequest, 
 }
 
 /// With a cascade: which hop answered (`teacher`, or null when none did) and every hop's
-/// confidence, floor and latency.
+/// confidence, floor and latency. With a remote backend: the engine's own time.
 fn add_hops(out: &mut serde_json::Value, o: &Outcome) {
+    if let Some(engine) = o.engine {
+        out["engine_ms"] = json!(engine.as_secs_f64() * 1e3);
+    }
     if !o.hops.is_empty() {
         out["hop"] = json!(o.hop);
         out["hops"] = json!(o.hops);

@@ -42,6 +42,26 @@ pub struct ModelArgs {
     /// (docs/guide/teachers.md).
     #[arg(long, conflicts_with_all = ["planner", "gguf", "lora"], value_name = "FILE")]
     pub cascade: Option<PathBuf>,
+    /// Run the model on an inference engine you already operate, through its
+    /// OpenAI-compatible API: DIALECT:URL#MODEL with DIALECT one of vllm, sglang (the
+    /// catalog's Lark grammar), llamacpp, openai (its JSON Schema). The reply is validated
+    /// and gated here; the engine's logprobs are the confidence (docs/guide/backends.md).
+    /// API key from PLANSMITH_BACKEND_API_KEY.
+    #[arg(
+        long,
+        conflicts_with_all = ["planner", "gguf", "lora", "cascade", "name_prior"],
+        value_name = "SPEC"
+    )]
+    pub backend: Option<String>,
+    /// Seconds a --backend engine may take to answer (a request's own deadline may cut it
+    /// shorter); past it the request fails with the engine's address (HTTP 504 when serving).
+    #[arg(
+        long,
+        default_value_t = 30,
+        requires = "backend",
+        value_name = "SECONDS"
+    )]
+    pub backend_timeout: u64,
 }
 
 /// What happens to a plan after decoding: the confidence floor and escalation.
@@ -79,6 +99,25 @@ pub fn load_model(args: &ModelArgs) -> anyhow::Result<Planner> {
             "--name-prior does not apply to a --cascade"
         );
         return Ok(cascade.planner);
+    }
+    if let Some(spec) = &args.backend {
+        let spec = plansmith_planner::remote::BackendSpec::parse(spec)?;
+        let engine = plansmith_planner::remote::RemoteEngine::new(
+            spec,
+            std::env::var("PLANSMITH_BACKEND_API_KEY").ok(),
+            Duration::from_secs(args.backend_timeout),
+        );
+        // Like --gguf: the embedded planner's catalog (Pace) by default; requests usually
+        // bring their own.
+        let catalog = plansmith_planner::default_planner()?
+            .catalog
+            .as_ref()
+            .clone();
+        return Ok(Planner::remote(
+            engine,
+            catalog,
+            plansmith_planner::PlannerSettings::chat(),
+        )?);
     }
     let mut planner = match (&args.planner, &args.gguf) {
         (Some(dir), _) => Planner::load(dir)?,
@@ -170,6 +209,9 @@ pub fn run(args: PlanArgs) -> anyhow::Result<Outcome> {
             let mut line = json!({"request": request, "calls": o.calls, "spoken_text": o.spoken_text, "confidence": o.confidence,
                        "escalated": o.escalated, "source": o.source, "reason": o.reason, "text": o.text,
                        "latency_ms": o.latency.as_secs_f64() * 1e3});
+            if let Some(engine) = o.engine {
+                line["engine_ms"] = json!(engine.as_secs_f64() * 1e3);
+            }
             if !o.hops.is_empty() {
                 line["hop"] = json!(o.hop);
                 line["hops"] = json!(o.hops);
