@@ -673,9 +673,15 @@ impl Planner {
         Ok(decoded)
     }
 
-    /// One request on the remote engine: the constraint in its form, the reply checked and
-    /// scored from the engine's logprobs.
-    fn decode_remote(&self, remote: &Remote, req: &PlanRequest) -> Result<Decoded, PlannerError> {
+    /// The chat-completions body this planner sends its remote engine for `req` (what
+    /// `serve --backend` posts), or why no request can be made (every tool a required call
+    /// could use needs a value this request cannot supply). An error for a local planner.
+    pub fn engine_request(&self, req: &PlanRequest) -> Result<Result<Value, String>, PlannerError> {
+        let Some(remote) = &self.remote else {
+            return Err(PlannerError::Data(
+                "this planner runs its model locally: it sends no engine request".into(),
+            ));
+        };
         let (catalog, hash) = self.catalog_and_hash(req.catalog.as_ref());
         let options = self.options(req.tool_choice.clone(), req.max_calls);
         let request_text = prompt::clean_request(&req.text);
@@ -718,7 +724,7 @@ impl Planner {
                 match prepared.template().grammar(&grammar_request) {
                     Ok(g) => EngineConstraint::Lark(g),
                     Err(e @ plansmith_grammar::GrammarError::NoCallableTool) => {
-                        return Ok(dead_end(e.to_string()))
+                        return Ok(Err(e.to_string()))
                     }
                     Err(e) => return Err(e.into()),
                 }
@@ -727,10 +733,24 @@ impl Planner {
         let max_new = req
             .max_tokens
             .map_or(MAX_REPLY_TOKENS, |m| m.min(MAX_REPLY_TOKENS));
-        let body = remote
-            .engine
-            .body(system, &request_text, &constraint, max_new);
+        Ok(Ok(remote.engine.body(
+            system,
+            &request_text,
+            &constraint,
+            max_new,
+        )))
+    }
+
+    /// One request on the remote engine: the constraint in its form, the reply checked and
+    /// scored from the engine's logprobs.
+    fn decode_remote(&self, remote: &Remote, req: &PlanRequest) -> Result<Decoded, PlannerError> {
+        let body = match self.engine_request(req)? {
+            Ok(body) => body,
+            Err(reason) => return Ok(dead_end(reason)),
+        };
         let reply = remote.engine.complete(&body, req.deadline)?;
+        let (catalog, hash) = self.catalog_and_hash(req.catalog.as_ref());
+        let request_text = prompt::clean_request(&req.text);
         let mut decoded = self.check(&catalog, &hash, &request_text, reply.text.trim())?;
         decoded.engine_time = Some(reply.engine_time);
         decoded.truncated = reply.cut_off;
