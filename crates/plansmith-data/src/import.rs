@@ -104,7 +104,13 @@ pub enum ImportFormat {
 pub enum ExportFormat {
     Xlam,
     OpenAiChat,
+    /// TRL chat records in the model's own tool-calling format (`messages` + `tools`, the chat
+    /// template renders them).
     Trl,
+    /// TRL prompt-completion records in the prompt plansmith's pretrained planner reads (the
+    /// tools in its system message, a JSON array of calls as the reply): an adapter trained
+    /// on them plans under `--gguf BASE --lora ADAPTER` exactly as one trained here.
+    TrlPlanner,
 }
 
 impl std::str::FromStr for ImportFormat {
@@ -130,10 +136,11 @@ impl std::str::FromStr for ExportFormat {
             "xlam" => Ok(ExportFormat::Xlam),
             "openai" | "openai_chat" | "openai-chat" => Ok(ExportFormat::OpenAiChat),
             "trl" => Ok(ExportFormat::Trl),
+            "trl-planner" | "trl_planner" => Ok(ExportFormat::TrlPlanner),
             other => Err(UnknownFormat {
                 direction: "export",
                 name: other.to_string(),
-                expected: "xlam, openai or trl",
+                expected: "xlam, openai, trl or trl-planner",
             }),
         }
     }
@@ -588,7 +595,35 @@ pub fn export_xlam(
     export_with(traces, |i, t| trace_to_xlam(t, i, default_catalog))
 }
 
-/// What `plansmith data export` runs.
+/// Traces -> TRL prompt-completion JSONL in a planner's own prompt: `system_for` writes the
+/// system message for a catalog (the planner's tools prompt), the completion is the plan as a
+/// JSON array, so TRL's completion-only loss trains what plansmith's own LoRA training does.
+pub fn export_trl_planner(
+    traces: &[Trace],
+    default_catalog: Option<&Catalog>,
+    system_for: &dyn Fn(&Catalog) -> Result<String, String>,
+) -> Result<String, DataError> {
+    export_with(traces, |_, t| {
+        let catalog = trace_catalog(t, default_catalog)?;
+        let system = system_for(&catalog).map_err(RecordError::from)?;
+        let plan = plansmith_core::Plan {
+            calls: t.calls.clone(),
+            spoken_text: None,
+        };
+        Ok(json!({
+            "prompt": [
+                {"role": "system", "content": system},
+                {"role": "user", "content": t.request},
+            ],
+            "completion": [
+                {"role": "assistant", "content": plansmith_core::Syntax::JsonArray.render(&plan)},
+            ],
+        }))
+    })
+}
+
+/// What `plansmith data export` runs. [`ExportFormat::TrlPlanner`] needs the planner's prompt
+/// ([`export_trl_planner`]), which this crate does not write.
 pub fn export_traces(
     format: ExportFormat,
     traces: &[Trace],
@@ -599,6 +634,9 @@ pub fn export_traces(
         ExportFormat::Xlam => export_xlam(traces, default_catalog),
         ExportFormat::OpenAiChat => export_openai_chat(traces, default_catalog, system),
         ExportFormat::Trl => export_trl(traces, default_catalog, system),
+        ExportFormat::TrlPlanner => Err(DataError::Invalid(
+            "trl-planner records carry the planner's tools prompt: build them with export_trl_planner".into(),
+        )),
     }
 }
 

@@ -27,9 +27,9 @@ pub use augment::{augment_traces, prompt_catalog_line, AugmentConfig, AugmentSta
 pub use casing::shouted;
 pub use families::{families, synthetic_traces, Family};
 pub use import::{
-    export_openai_chat, export_traces, export_trl, export_xlam, import_bfcl, import_openai_chat,
-    import_traces, import_xlam, read_bfcl, read_openai_chat, read_xlam, EvalItem, ExportFormat,
-    ImportFormat, Imported, LineError, RecordError, UnknownFormat,
+    export_openai_chat, export_traces, export_trl, export_trl_planner, export_xlam, import_bfcl,
+    import_openai_chat, import_traces, import_xlam, read_bfcl, read_openai_chat, read_xlam,
+    EvalItem, ExportFormat, ImportFormat, Imported, LineError, RecordError, UnknownFormat,
 };
 pub use legacy::{legacy_tag, legacy_tags, LegacyTagError};
 pub use novel::{novel_traces, novel_traces_with, NovelOptions};

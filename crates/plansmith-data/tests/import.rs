@@ -249,3 +249,44 @@ fn formats_parse_from_cli_names() {
         "{e}"
     );
 }
+
+/// trl-planner records: the planner's system prompt for the trace's own catalog, the request,
+/// and the plan as a JSON array — the reply plansmith's pretrained planner decodes.
+#[test]
+fn trl_planner_records_carry_the_planners_prompt_and_a_json_array_reply() {
+    let got = read_xlam(&fixture("xlam_array.json"), true).unwrap();
+    let system_for = |c: &Catalog| -> Result<String, String> {
+        Ok(format!("TOOLS {}", c.names().collect::<Vec<_>>().join(",")))
+    };
+    let text = export_trl_planner(&got.items, None, &system_for).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), got.items.len());
+    for (rec, trace) in lines.iter().zip(&got.items) {
+        let catalog = Catalog::from_value(trace.tools.as_ref().unwrap()).unwrap();
+        assert_eq!(rec["prompt"][0]["role"], "system");
+        assert_eq!(rec["prompt"][0]["content"], system_for(&catalog).unwrap());
+        assert_eq!(
+            rec["prompt"][1],
+            json!({"role": "user", "content": trace.request})
+        );
+        assert_eq!(rec["completion"][0]["role"], "assistant");
+        let reply = rec["completion"][0]["content"].as_str().unwrap();
+        let plan = plansmith_core::Syntax::JsonArray.parse(reply).unwrap();
+        assert_eq!(plan.calls, trace.calls);
+    }
+    // A trace without tools needs a default catalog; a failing prompt names the trace.
+    let bare = vec![Trace {
+        tools: None,
+        ..got.items[0].clone()
+    }];
+    assert!(export_trl_planner(&bare, None, &system_for)
+        .unwrap_err()
+        .to_string()
+        .contains("trace 1"));
+    let refuse = |_: &Catalog| -> Result<String, String> { Err("no prompt".into()) };
+    let e = export_trl_planner(&got.items, None, &refuse).unwrap_err();
+    assert!(e.to_string().contains("no prompt"), "{e}");
+}

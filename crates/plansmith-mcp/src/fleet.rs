@@ -72,6 +72,19 @@ impl Fleet {
         catalog::union(&named, |c| (self.check)(c))
     }
 
+    /// List every server again, whether or not it announced a change (a refresh's worst
+    /// case, which `plansmith bench mcp` times), and rebuild the catalog.
+    pub fn relist(&self) -> (Result<Union, CatalogError>, Vec<McpError>) {
+        let mut errors = Vec::new();
+        for (i, s) in self.servers.iter().enumerate() {
+            match s.list_tools() {
+                Ok(t) => self.tools.lock().unwrap_or_else(|p| p.into_inner())[i] = t,
+                Err(e) => errors.push(e),
+            }
+        }
+        (self.union(), errors)
+    }
+
     /// List again the servers that sent `notifications/tools/list_changed`; the new catalog
     /// when any did. A server that fails to list keeps its old tools (the error is returned
     /// with the catalog).

@@ -8,6 +8,7 @@ Usage: stub_server.py MODE
   hang      answers initialize, then never answers tools/list
   exit      exits (status 3, after a line on stderr) when a tool is called
   grows     like ok, and one second after initialize adds a tool and sends list_changed
+  many      100 tools of three typed parameters each, in pages of 50 (`plansmith bench mcp`)
 """
 import json
 import sys
@@ -25,6 +26,17 @@ TOOLS = [
      "inputSchema": {"type": "object", "properties": {}}},
 ]
 
+
+if MODE == "many":
+    TOOLS = [
+        {"name": f"tool_{i:03d}", "description": f"Tool number {i}: does thing {i}.",
+         "inputSchema": {"type": "object", "properties": {
+             "target": {"type": "string", "description": "What to act on."},
+             "count": {"type": "integer", "minimum": 1, "maximum": 100},
+             "mode": {"type": "string", "enum": ["fast", "slow", "careful"]}},
+             "required": ["target"]}}
+        for i in range(100)
+    ]
 
 WRITE = threading.Lock()
 
@@ -77,10 +89,11 @@ def main():
                 grown = STATE["grown"]
             tools = TOOLS + ([{"name": "grown", "inputSchema": {"type": "object"}}] if grown else [])
             cursor = req.get("params", {}).get("cursor")
+            page = 50 if MODE == "many" else 2
             if cursor is None:
-                answer(req, {"tools": tools[:2], "nextCursor": "page-2"})
+                answer(req, {"tools": tools[:page], "nextCursor": "page-2"})
             else:
-                answer(req, {"tools": tools[2:]})
+                answer(req, {"tools": tools[page:]})
         elif method == "tools/call":
             if MODE == "exit":
                 sys.stderr.write("stub: giving up\n")

@@ -479,6 +479,28 @@ impl Planner {
             .check_catalog(&catalog, &hash, prompt::CatalogText::of(&self.settings))
     }
 
+    /// Forget every compiled grammar and validator (benchmarks time their compilation).
+    pub fn clear_caches(&self) {
+        self.engine.clear_cache();
+        if let Ok(mut c) = self.catalogs.lock() {
+            c.validators.clear();
+        }
+    }
+
+    /// Compile (and cache, by catalog hash) the validator and grammar a request against
+    /// `catalog` needs, so the first such request does not pay for them.
+    pub fn prepare_catalog(&self, catalog: &Arc<Catalog>) -> Result<(), PlannerError> {
+        let hash = catalog.hash();
+        let grammar_catalog = self.grammar_catalog(catalog);
+        self.validator(&hash, &grammar_catalog)?;
+        self.engine.prepare_hashed(
+            &hash,
+            &grammar_catalog,
+            &self.options(ToolChoice::Auto, None),
+        )?;
+        Ok(())
+    }
+
     /// Constrained greedy decode of one request (no gate, no teacher).
     pub fn decode(&self, req: &PlanRequest) -> Result<Decoded, PlannerError> {
         if req.deadline.is_some_and(|d| Instant::now() >= d) {

@@ -34,6 +34,10 @@ pub struct LoadReport {
     pub p90_ms: f64,
     pub p99_ms: f64,
     pub max_ms: f64,
+    /// With a remote backend: each request's time minus the engine's own (`engine_ms` in the
+    /// answer), i.e. what plansmith and the loopback add; `None` when no answer carried it.
+    pub overhead_p50_ms: Option<f64>,
+    pub overhead_p99_ms: Option<f64>,
 }
 
 /// Send `requests` POSTs to `path`, cycling through `bodies`, from `concurrency` clients.
@@ -48,12 +52,14 @@ pub async fn load(
     let concurrency = concurrency.max(1);
     let next = Arc::new(AtomicUsize::new(0));
     let samples = Arc::new(Mutex::new(Vec::<(u16, f64)>::with_capacity(requests)));
+    let overheads = Arc::new(Mutex::new(Vec::<f64>::new()));
     let start = Instant::now();
     let mut tasks = Vec::with_capacity(concurrency);
     for _ in 0..concurrency {
-        let (next, samples, bodies, path) = (
+        let (next, samples, overheads, bodies, path) = (
             next.clone(),
             samples.clone(),
+            overheads.clone(),
             bodies.clone(),
             path.to_string(),
         );
@@ -69,11 +75,14 @@ pub async fn load(
                 }
                 let body = bodies[i % bodies.len()].to_string();
                 let t = Instant::now();
-                let status = match client.send(Method::POST, &path, &[], body).await {
-                    Ok(r) => r.status,
-                    Err(_) => 0,
+                let (status, engine_ms) = match client.send(Method::POST, &path, &[], body).await {
+                    Ok(r) => (r.status, engine_ms(&r.body)),
+                    Err(_) => (0, None),
                 };
                 let ms = t.elapsed().as_secs_f64() * 1e3;
+                if let (Some(e), Ok(mut o)) = (engine_ms, overheads.lock()) {
+                    o.push(ms - e);
+                }
                 if let Ok(mut s) = samples.lock() {
                     s.push((status, ms));
                 }
@@ -85,7 +94,26 @@ pub async fn load(
     }
     let seconds = start.elapsed().as_secs_f64();
     let samples = samples.lock().map(|s| s.clone()).unwrap_or_default();
-    summarize(path, concurrency, &samples, seconds)
+    let mut report = summarize(path, concurrency, &samples, seconds);
+    let mut overheads = overheads.lock().map(|o| o.clone()).unwrap_or_default();
+    overheads.sort_by(f64::total_cmp);
+    report.overhead_p50_ms = percentile(&overheads, 50.0);
+    report.overhead_p99_ms = percentile(&overheads, 99.0);
+    report
+}
+
+/// The engine's own time an answer reports (`/v1/plan`'s `engine_ms`, or the chat
+/// completion's `plansmith.engine_ms`).
+fn engine_ms(body: &[u8]) -> Option<f64> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    v.get("engine_ms")
+        .or_else(|| v.pointer("/plansmith/engine_ms"))
+        .and_then(Value::as_f64)
+}
+
+/// The `p`th percentile of sorted values (nearest rank), `None` for none.
+fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+    (!sorted.is_empty()).then(|| sorted[((p / 100.0) * (sorted.len() - 1) as f64).round() as usize])
 }
 
 /// Start a server for `planner` on a free loopback port (on a runtime of its own), send
@@ -156,6 +184,14 @@ pub fn table(reports: &[LoadReport]) -> String {
             r.requests_per_sec
         ));
     }
+    for r in reports {
+        if let (Some(p50), Some(p99)) = (r.overhead_p50_ms, r.overhead_p99_ms) {
+            out.push_str(&format!(
+                "\n{}: time beyond the engine's own (request minus engine_ms): p50 {p50:.2} ms, p99 {p99:.2} ms\n",
+                r.route
+            ));
+        }
+    }
     out
 }
 
@@ -212,6 +248,8 @@ pub fn summarize(
         p90_ms: pct(90.0),
         p99_ms: pct(99.0),
         max_ms: lat.last().copied().unwrap_or(0.0),
+        overhead_p50_ms: None,
+        overhead_p99_ms: None,
     }
 }
 

@@ -46,6 +46,21 @@ pub enum BenchCommand {
     Plan(PlanBenchArgs),
     /// The HTTP server under load: /v1/plan and /v1/chat/completions at a given concurrency.
     Serve(super::bench_serve::BenchServeArgs),
+    /// How long a live MCP catalog takes to refresh: every server listed again (all pages),
+    /// the union checked tool by tool, and the planner's grammar compiled for it, as
+    /// `serve --mcp` does on `notifications/tools/list_changed`.
+    Mcp {
+        /// An MCP server: a command line (stdio) or an http(s) URL. Repeatable.
+        #[arg(long = "mcp", required = true, value_name = "CMD|URL")]
+        servers: Vec<String>,
+        /// The planner whose grammar is compiled (the one `serve` would run).
+        #[command(flatten)]
+        model: super::plan::ModelArgs,
+        #[arg(long, default_value_t = 20)]
+        refreshes: usize,
+        #[arg(long)]
+        json: bool,
+    },
     /// LoRA training step on real Pace-catalog examples: tokens/s and peak memory at 256 and
     /// 1,024 tokens and with a shared 600-token catalog prefix; with --peer, PyTorch + PEFT
     /// (bench/lora_peer.py) runs the same steps in the same run and the ratios are printed.
@@ -170,6 +185,12 @@ pub fn run(command: BenchCommand) -> anyhow::Result<Outcome> {
         }
         BenchCommand::Plan(args) => bench_plan(args)?,
         BenchCommand::Serve(args) => return super::bench_serve::run(args),
+        BenchCommand::Mcp {
+            servers,
+            model,
+            refreshes,
+            json,
+        } => super::bench_mcp::run(&servers, &model, refreshes, json)?,
         BenchCommand::Lora(args) => super::bench_lora::run(args)?,
         BenchCommand::Lm {
             gguf,

@@ -100,9 +100,11 @@ pub enum DataCommand {
         #[arg(long)]
         strict: bool,
     },
-    /// Export traces as OpenAI chat fine-tuning JSONL, TRL SFT messages, or xLAM records.
+    /// Export traces as OpenAI chat fine-tuning JSONL, TRL SFT records, or xLAM records.
     Export {
-        /// openai, trl or xlam.
+        /// openai, trl, trl-planner or xlam. trl-planner: TRL prompt-completion records in the
+        /// prompt plansmith's pretrained planner reads, for LoRA on GPUs whose adapter
+        /// `--gguf BASE --lora DIR` then loads (docs/guide/training-gpu.md).
         #[arg(long)]
         format: plansmith_data::ExportFormat,
         #[arg(long)]
@@ -257,10 +259,15 @@ pub fn run(command: DataCommand) -> anyhow::Result<Outcome> {
         } => {
             let catalog = tools.as_ref().map(super::catalog::load).transpose()?;
             let traces = read_traces(&data)?;
-            emit(
-                out,
-                &plansmith_data::export_traces(format, &traces, catalog.as_ref(), None)?,
-            )?;
+            let text = if format == plansmith_data::ExportFormat::TrlPlanner {
+                plansmith_data::export_trl_planner(&traces, catalog.as_ref(), &|c| {
+                    plansmith_llama::chat::tools_system_text(None, &c.to_openai())
+                        .map_err(|e| e.to_string())
+                })?
+            } else {
+                plansmith_data::export_traces(format, &traces, catalog.as_ref(), None)?
+            };
+            emit(out, &text)?;
         }
     }
     Ok(Outcome::Ok)

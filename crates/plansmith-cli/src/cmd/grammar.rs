@@ -26,6 +26,11 @@ pub struct GrammarArgs {
     /// Default: free for the DSL, none otherwise.
     #[arg(long)]
     copy: Option<String>,
+    /// lark: the llguidance grammar (what plansmith enforces, and what vLLM and SGLang get
+    /// with --backend); json-schema: the plan's JSON Schema (what llama.cpp and OpenAI-style
+    /// engines get; needs --syntax json, and cannot say what is copied from the request).
+    #[arg(long, default_value = "lark", value_parser = ["lark", "json-schema"])]
+    form: String,
 }
 
 pub fn run(args: GrammarArgs) -> anyhow::Result<Outcome> {
@@ -38,6 +43,15 @@ pub fn run(args: GrammarArgs) -> anyhow::Result<Outcome> {
         Some("free") => options.policy = Policy::copy_free_strings(),
         Some("none") => options.policy = Policy::default(),
         Some(other) => anyhow::bail!("unknown --copy `{other}` (expected free or none)"),
+    }
+    if args.form == "json-schema" {
+        anyhow::ensure!(
+            args.syntax == Syntax::JsonArray,
+            "--form json-schema describes the json syntax only: add --syntax json"
+        );
+        let schema = plansmith_grammar::plan_schema(&catalog, &options)?;
+        println!("{}", serde_json::to_string_pretty(&schema)?);
+        return Ok(Outcome::Ok);
     }
     let request = Request::new(args.request.unwrap_or_default());
     print!("{}", grammar_text(&catalog, &options, &request)?);

@@ -1,5 +1,6 @@
 pub mod bench;
 pub mod bench_lora;
+pub mod bench_mcp;
 pub mod bench_serve;
 pub mod bfcl;
 pub mod calibrate;
