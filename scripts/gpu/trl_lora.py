@@ -7,7 +7,7 @@ adapter it saves loads in plansmith with `--gguf BASE --lora OUT`.
 
 The records are TRL prompt-completion pairs in the prompt plansmith's pretrained planner reads
 (the tools in its system message, a JSON array of calls as the reply), so the loss falls on the
-reply only, as in `plansmith train --base`. Needs: torch, transformers, trl (>= 0.20), peft,
+reply only, as in `plansmith train --base`. Needs: torch, transformers (>= 5), trl (>= 1.0), peft,
 datasets. Not part of the test suite (docs/guide/training-gpu.md says how it was checked).
 """
 
@@ -57,7 +57,7 @@ def main():
         per_device_train_batch_size=a.batch,
         learning_rate=a.lr,
         lr_scheduler_type="cosine",
-        warmup_ratio=0.05,
+        warmup_steps=0.05,  # a fraction of the run (TRL >= 1 reads a float below 1 so)
         max_grad_norm=1.0,
         bf16=bf16,
         completion_only_loss=True,

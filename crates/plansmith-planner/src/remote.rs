@@ -125,17 +125,9 @@ impl BackendSpec {
                 dialect.as_str()
             )));
         }
-        let trimmed = base.trim_end_matches('/');
-        let url = if trimmed.ends_with("/chat/completions") {
-            trimmed.to_string()
-        } else if trimmed.ends_with("/v1") {
-            format!("{trimmed}/chat/completions")
-        } else {
-            format!("{trimmed}/v1/chat/completions")
-        };
         Ok(BackendSpec {
             dialect,
-            url,
+            url: crate::teacher::chat_completions_url(base),
             model: if model.is_empty() {
                 "default".into()
             } else {

@@ -99,14 +99,7 @@ pub struct OpenAiTeacher {
 impl OpenAiTeacher {
     /// `base` is the server root or its `/v1` (e.g. `http://127.0.0.1:8080/v1`).
     pub fn new(base: &str, model: &str, api_key: Option<String>, timeout: Duration) -> Self {
-        let trimmed = base.trim_end_matches('/');
-        let url = if trimmed.ends_with("/chat/completions") {
-            trimmed.to_string()
-        } else if trimmed.ends_with("/v1") {
-            format!("{trimmed}/chat/completions")
-        } else {
-            format!("{trimmed}/v1/chat/completions")
-        };
+        let url = chat_completions_url(base);
         let agent = ureq::Agent::config_builder()
             .timeout_global(Some(timeout))
             .http_status_as_error(false)
@@ -171,6 +164,19 @@ impl OpenAiTeacher {
                 format!("response is not JSON ({e}): {}", snippet(&text)),
             )
         })
+    }
+}
+
+/// The chat-completions endpoint of an OpenAI-compatible server given as its root, its
+/// `/v1`, or the endpoint itself.
+pub fn chat_completions_url(base: &str) -> String {
+    let trimmed = base.trim_end_matches('/');
+    if trimmed.ends_with("/chat/completions") {
+        trimmed.to_string()
+    } else if trimmed.ends_with("/v1") {
+        format!("{trimmed}/chat/completions")
+    } else {
+        format!("{trimmed}/v1/chat/completions")
     }
 }
 
