@@ -303,3 +303,77 @@ fn bad_backend_specs_are_refused_at_start_with_exit_2() {
         assert!(err.contains(says) && err.contains(spec), "{spec}: {err}");
     }
 }
+
+/// A cascade hop on an engine: below its floor, or with its engine down, the request goes on
+/// to the teacher, and the hop's report says why.
+#[test]
+fn a_cascade_hop_on_an_engine_passes_on_what_it_cannot_verify() {
+    let dir =
+        std::env::temp_dir().join(format!("plansmith-backend-cascade-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let teacher = dir.join("teacher.jsonl");
+    std::fs::write(
+        &teacher,
+        format!(
+            "{}\n",
+            json!({"request": "launch Safari", "calls": [{"name": "open_app", "arguments": {"app": "Safari"}}],
+                   "tools": tools()})
+        ),
+    )
+    .unwrap();
+    // An engine sure of nothing (every token at -5), and one nothing listens on.
+    let unsure = stub_engine(
+        Duration::ZERO,
+        "200 OK",
+        json!({"choices": [{"index": 0, "finish_reason": "stop",
+            "message": {"role": "assistant", "content": r#"[{"name": "open_app", "arguments": {"app": "Safari"}}]"#},
+            "logprobs": {"content": [{"token": "x", "logprob": -5.0}]}}]}),
+    );
+    let dead = format!("http://127.0.0.1:{}", free_port());
+    for (engine, says) in [(unsure, "below floor"), (dead.clone(), "unreachable")] {
+        let file = dir.join("cascade.json");
+        std::fs::write(
+            &file,
+            json!({"hops": [{"name": "engine", "backend": format!("llamacpp:{engine}"), "floor": -1.0}],
+                   "teacher": format!("traces:{}", teacher.display())})
+            .to_string(),
+        )
+        .unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_plansmith"));
+        cmd.args(["serve", "--addr", "127.0.0.1:0", "--cascade"])
+            .arg(&file);
+        let served = serve(cmd);
+        let (status, out) = post(
+            &format!("{}/v1/plan", served.url),
+            &json!({"request": "launch Safari", "tools": tools()}),
+        );
+        assert_eq!(status, 200, "{out}");
+        assert_eq!(out["source"], "teacher", "{out}");
+        assert_eq!(out["hop"], "teacher", "{out}");
+        assert_eq!(out["calls"][0]["arguments"]["app"], "Safari", "{out}");
+        let hop = &out["hops"][0];
+        assert_eq!(hop["hop"], "engine", "{out}");
+        assert_eq!(hop["accepted"], false, "{out}");
+        assert!(hop["reason"].as_str().unwrap().contains(says), "{out}");
+    }
+    // A bad backend in a cascade file is refused at start, naming the hop.
+    let file = dir.join("bad.json");
+    std::fs::write(
+        &file,
+        json!({"hops": [{"backend": "tgi:http://h#m"}]}).to_string(),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_plansmith"))
+        .args(["plan", "--cascade"])
+        .arg(&file)
+        .arg("launch Safari")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("hops[0]") && err.contains("unknown dialect"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

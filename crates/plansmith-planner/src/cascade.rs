@@ -29,6 +29,7 @@ use serde::Deserialize;
 use crate::error::PlannerError;
 use crate::guarantee::{FloorFit, FloorRule};
 use crate::planner::Planner;
+use crate::remote::{BackendSpec, RemoteEngine};
 use crate::settings::PlannerSettings;
 use crate::train::{calibrate_and_test, Splits};
 
@@ -67,6 +68,14 @@ pub struct HopSpec {
     pub gguf: Option<PathBuf>,
     #[serde(default)]
     pub lora: Option<PathBuf>,
+    /// A model on an inference engine, as `--backend` takes it (`vllm:URL#MODEL`, ...). When
+    /// the engine fails (unreachable, an error, too slow), the request escalates to the next
+    /// hop with that reason instead of failing.
+    #[serde(default)]
+    pub backend: Option<String>,
+    /// Seconds the `backend` engine may take (default 30).
+    #[serde(default)]
+    pub backend_timeout_s: Option<u64>,
     /// A fixed floor instead of the planner's own.
     #[serde(default)]
     pub floor: Option<f32>,
@@ -110,10 +119,19 @@ pub fn load(path: &Path) -> Result<Cascade, PlannerError> {
     // Every setting is checked before any model loads.
     for (i, hop) in file.hops.iter().enumerate() {
         let at = |m: &str| bad(format!("hops[{i}]: {m}"));
-        let sources =
-            hop.embedded as usize + hop.planner.is_some() as usize + hop.gguf.is_some() as usize;
+        let sources = hop.embedded as usize
+            + hop.planner.is_some() as usize
+            + hop.gguf.is_some() as usize
+            + hop.backend.is_some() as usize;
         if sources != 1 {
-            return Err(at("give exactly one of `embedded`, `planner`, `gguf`"));
+            return Err(at(
+                "give exactly one of `embedded`, `planner`, `gguf`, `backend`",
+            ));
+        }
+        if let Some(spec) = &hop.backend {
+            BackendSpec::parse(spec).map_err(|e| at(&e.to_string()))?;
+        } else if hop.backend_timeout_s.is_some() {
+            return Err(at("`backend_timeout_s` needs `backend`"));
         }
         if hop.lora.is_some() && hop.gguf.is_none() {
             return Err(at("`lora` needs `gguf`"));
@@ -166,6 +184,17 @@ pub fn load(path: &Path) -> Result<Cascade, PlannerError> {
             crate::dir::default_planner()?
         } else if let Some(dir) = &hop.planner {
             Planner::load(&resolve(dir))?
+        } else if let Some(spec) = &hop.backend {
+            let catalog = match first {
+                Some(p) => p.catalog.as_ref().clone(),
+                None => crate::dir::default_planner()?.catalog.as_ref().clone(),
+            };
+            let engine = RemoteEngine::new(
+                BackendSpec::parse(spec)?,
+                std::env::var("PLANSMITH_BACKEND_API_KEY").ok(),
+                Duration::from_secs(hop.backend_timeout_s.unwrap_or(30)),
+            );
+            Planner::remote(engine, catalog, PlannerSettings::chat())?
         } else {
             let catalog = match first {
                 Some(p) => p.catalog.as_ref().clone(),

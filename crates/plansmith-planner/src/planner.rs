@@ -770,7 +770,15 @@ impl Planner {
             Ok(body) => body,
             Err(reason) => return Ok(dead_end(reason)),
         };
-        let reply = remote.engine.complete(&body, req.deadline)?;
+        let reply = match remote.engine.complete(&body, req.deadline) {
+            Ok(reply) => reply,
+            // In a cascade (or with a teacher) a failed engine is one more reason to pass the
+            // request on, said in the outcome; alone, it is the caller's error (HTTP 502/504).
+            Err(e) if self.next.is_some() || self.teacher.is_some() => {
+                return Ok(dead_end(e.to_string()))
+            }
+            Err(e) => return Err(e.into()),
+        };
         let (catalog, hash) = self.catalog_and_hash(req.catalog.as_ref());
         let request_text = prompt::clean_request(&req.text);
         let mut decoded = self.check(&catalog, &hash, &request_text, reply.text.trim())?;
