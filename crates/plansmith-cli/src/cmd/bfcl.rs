@@ -285,7 +285,10 @@ pub fn run(args: BfclArgs) -> anyhow::Result<Outcome> {
             let base = match (&args.local.gguf, &args.local.planner) {
                 (Some(g), _) => file_name(g),
                 (None, Some(p)) => file_name(p),
-                (None, None) => "default planner".into(),
+                (None, None) => match planner.remote_engine() {
+                    Some(engine) => engine.describe(),
+                    None => "default planner".into(),
+                },
             };
             let lora = args
                 .local
