@@ -705,11 +705,24 @@ impl Planner {
             ));
         };
         let (catalog, hash) = self.catalog_and_hash(req.catalog.as_ref());
-        let options = self.options(req.tool_choice.clone(), req.max_calls);
         let request_text = prompt::clean_request(&req.text);
+        self.engine_body(remote, req, &catalog, &hash, &request_text)
+    }
+
+    /// [`Planner::engine_request`] for a request whose catalog, hash and cleaned text the
+    /// caller already has.
+    fn engine_body(
+        &self,
+        remote: &Remote,
+        req: &PlanRequest,
+        catalog: &Catalog,
+        hash: &str,
+        request_text: &str,
+    ) -> Result<Result<Value, String>, PlannerError> {
+        let options = self.options(req.tool_choice.clone(), req.max_calls);
         let form = remote.engine.spec().dialect.form();
         let reused = {
-            let key = (hash.clone(), options.clone());
+            let key = (hash.to_string(), options.clone());
             let mut cache = remote
                 .by_catalog
                 .lock()
@@ -721,7 +734,7 @@ impl Planner {
                         plansmith_llama::chat::tools_system_text(None, &catalog.to_openai())?;
                     let schema = match form {
                         Form::JsonSchema => {
-                            Some(plansmith_grammar::plan_schema(&catalog, &options)?)
+                            Some(plansmith_grammar::plan_schema(catalog, &options)?)
                         }
                         Form::Lark => None,
                     };
@@ -738,9 +751,9 @@ impl Planner {
         let constraint = match schema {
             Some(s) => EngineConstraint::JsonSchema(s.clone()),
             None => {
-                let prepared = self.engine.prepare_hashed(&hash, &catalog, &options)?;
+                let prepared = self.engine.prepare_hashed(hash, catalog, &options)?;
                 let grammar_request = Request {
-                    text: request_text.clone(),
+                    text: request_text.to_string(),
                     entities: req.entities.clone(),
                 };
                 match prepared.template().grammar(&grammar_request) {
@@ -757,8 +770,8 @@ impl Planner {
             .map_or(MAX_REPLY_TOKENS, |m| m.min(MAX_REPLY_TOKENS));
         Ok(Ok(remote.engine.body(
             system,
-            &request_text,
-            &constraint,
+            request_text,
+            constraint,
             max_new,
         )))
     }
@@ -766,7 +779,9 @@ impl Planner {
     /// One request on the remote engine: the constraint in its form, the reply checked and
     /// scored from the engine's logprobs.
     fn decode_remote(&self, remote: &Remote, req: &PlanRequest) -> Result<Decoded, PlannerError> {
-        let body = match self.engine_request(req)? {
+        let (catalog, hash) = self.catalog_and_hash(req.catalog.as_ref());
+        let request_text = prompt::clean_request(&req.text);
+        let body = match self.engine_body(remote, req, &catalog, &hash, &request_text)? {
             Ok(body) => body,
             Err(reason) => return Ok(dead_end(reason)),
         };
@@ -779,8 +794,6 @@ impl Planner {
             }
             Err(e) => return Err(e.into()),
         };
-        let (catalog, hash) = self.catalog_and_hash(req.catalog.as_ref());
-        let request_text = prompt::clean_request(&req.text);
         let mut decoded = self.check(&catalog, &hash, &request_text, reply.text.trim())?;
         decoded.engine_time = Some(reply.engine_time);
         decoded.truncated = reply.cut_off;

@@ -192,7 +192,7 @@ impl RemoteEngine {
         &self,
         system: &str,
         request: &str,
-        constraint: &EngineConstraint,
+        constraint: EngineConstraint,
         max_tokens: usize,
     ) -> Value {
         let mut body = json!({
@@ -207,6 +207,8 @@ impl RemoteEngine {
             "top_logprobs": 1,
             "stream": false,
         });
+        // The constraint moves into the body: a catalog's schema can be large, and it is
+        // cloned once per request already (out of the planner's cache).
         match (self.spec.dialect, constraint) {
             (Dialect::Vllm, EngineConstraint::Lark(g)) => {
                 body["structured_outputs"] = json!({ "grammar": g });

@@ -112,7 +112,7 @@ fn engine_ms(body: &[u8]) -> Option<f64> {
 }
 
 /// The `p`th percentile of sorted values (nearest rank), `None` for none.
-fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
     (!sorted.is_empty()).then(|| sorted[((p / 100.0) * (sorted.len() - 1) as f64).round() as usize])
 }
 

@@ -33,12 +33,12 @@ pub fn run(
         list_ms.push(listed.as_secs_f64() * 1e3);
         total_ms.push(start.elapsed().as_secs_f64() * 1e3);
     }
-    let pct = |v: &mut Vec<f64>, p: f64| {
-        v.sort_by(f64::total_cmp);
-        v[((p / 100.0) * (v.len() - 1) as f64).round() as usize]
-    };
-    let (l50, l99) = (pct(&mut list_ms, 50.0), pct(&mut list_ms, 99.0));
-    let (t50, t99) = (pct(&mut total_ms, 50.0), pct(&mut total_ms, 99.0));
+    list_ms.sort_by(f64::total_cmp);
+    total_ms.sort_by(f64::total_cmp);
+    // At least one refresh ran, so every percentile exists.
+    let pct = |v: &[f64], p: f64| plansmith_serve::bench::percentile(v, p).unwrap_or(0.0);
+    let (l50, l99) = (pct(&list_ms, 50.0), pct(&list_ms, 99.0));
+    let (t50, t99) = (pct(&total_ms, 50.0), pct(&total_ms, 99.0));
     if json {
         println!(
             "{}",
