@@ -526,6 +526,7 @@ fn max_calls_beyond_the_cap_is_a_typed_error() {
         Syntax::Envelope,
         Syntax::OpenAi,
         Syntax::JsonArray,
+        Syntax::ToolCall,
     ] {
         let mut options = Options::new(syntax);
         options.max_calls = usize::MAX;

@@ -332,6 +332,11 @@ fn json_array_outputs_always_valid() {
 }
 
 #[test]
+fn tool_call_outputs_always_valid() {
+    run(Syntax::ToolCall, &common::small_bpe_env(), count(), 5);
+}
+
+#[test]
 fn openai_outputs_always_valid() {
     run(Syntax::OpenAi, &common::char_env(), count(), 4);
 }

@@ -217,9 +217,42 @@ impl ChatTemplate {
         Ok(ToolsPrompt { prefix, full })
     }
 
+    /// A tool-calling prompt in the model's own words: the template renders the tools (its
+    /// system message and its reply format, e.g. Qwen's `<tool_call>` tags), then the request
+    /// and the generation prompt. `prefix` is everything before the request's text — the same
+    /// for every request against these tools, so it is what the prefix cache keeps.
+    pub fn native_tools_prompt(&self, tools: &Value, user: &str) -> Result<ToolsPrompt> {
+        if !self.native_tools {
+            return Err(LlamaError::Template(
+                "this chat template does not render tools itself".into(),
+            ));
+        }
+        let render = |text: &str| self.render(&[ChatMessage::new("user", text)], Some(tools), true);
+        let full = render(user)?;
+        // Two requests that differ in their first character share exactly the prefix.
+        let (a, b) = (render("A")?, render("B")?);
+        let shared = a
+            .char_indices()
+            .zip(b.chars())
+            .find(|((_, x), y)| x != y)
+            .map_or(a.len(), |((i, _), _)| i);
+        let prefix = a[..shared].to_string();
+        if !full.starts_with(&prefix) || !full[prefix.len()..].starts_with(user) {
+            return Err(LlamaError::Template(
+                "the rendered tools are not a prefix of the rendered conversation".into(),
+            ));
+        }
+        Ok(ToolsPrompt { prefix, full })
+    }
+
     /// Whether the template renders a `tools` variable itself.
     pub fn has_native_tools(&self) -> bool {
         self.native_tools
+    }
+
+    /// Whether the template teaches the `<tool_call>` tag format (Qwen2.5, Qwen3, Hermes).
+    pub fn has_tool_call_tags(&self) -> bool {
+        self.native_tools && self.source.contains("<tool_call>")
     }
 }
 
@@ -248,6 +281,25 @@ mod tests {
         assert!(p
             .full
             .ends_with("<|im_start|>user\nset x to 3<|im_end|>\n<|im_start|>assistant\n"));
+    }
+
+    #[test]
+    fn native_tools_prompt_prefix_ends_where_the_request_starts() {
+        let src = "{% if tools %}<|im_start|>system\n<tools>{% for t in tools %}{{ t.function.name }};{% endfor %}</tools>\nUse <tool_call>.<|im_end|>\n{% endif %}{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+        let t = ChatTemplate::new(src, "", "<|im_end|>").unwrap();
+        assert!(t.has_tool_call_tags());
+        let tools = serde_json::json!([{"type": "function", "function": {"name": "set", "parameters": {}}}]);
+        let p = t.native_tools_prompt(&tools, "A lamp on").unwrap();
+        assert_eq!(
+            p.prefix,
+            "<|im_start|>system\n<tools>set;</tools>\nUse <tool_call>.<|im_end|>\n<|im_start|>user\n"
+        );
+        assert!(p
+            .full
+            .ends_with("A lamp on<|im_end|>\n<|im_start|>assistant\n"));
+        assert!(ChatTemplate::chatml()
+            .native_tools_prompt(&tools, "x")
+            .is_err());
     }
 
     #[test]

@@ -13,6 +13,40 @@ use candle_core::Device;
 use crate::config::LlamaConfig;
 use crate::error::{LlamaError, Result};
 
+/// The decoder families a GGUF may hold (`general.architecture`). They share one forward: Qwen2
+/// adds q/k/v biases, Qwen3 per-head q/k RMSNorms; both rotate halves (NeoX RoPE), which the
+/// loader turns into the interleaved layout of `llama` files by permuting q/k rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GgufArch {
+    Llama,
+    Qwen2,
+    Qwen3,
+}
+
+impl GgufArch {
+    /// Every supported family, in the order error messages list them.
+    pub const ALL: [GgufArch; 3] = [Self::Llama, Self::Qwen2, Self::Qwen3];
+
+    /// The `general.architecture` value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Llama => "llama",
+            Self::Qwen2 => "qwen2",
+            Self::Qwen3 => "qwen3",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    /// Whether q/k are stored in rotate-half order (llama.cpp's NeoX RoPE): true for the
+    /// families whose converter does not permute them, as it does for `llama`.
+    pub fn rotates_halves(self) -> bool {
+        !matches!(self, Self::Llama)
+    }
+}
+
 /// An opened GGUF file: parsed header plus a reader for tensor data.
 pub struct GgufFile {
     path: PathBuf,
@@ -245,6 +279,63 @@ impl GgufFile {
         QTensor::new(storage, dims).map_err(|e| err(e.to_string()))
     }
 
+    /// Read a q or k tensor (weight `[heads * head_dim, in]`, bias or norm `[heads * head_dim]`)
+    /// stored in rotate-half order and return it with its rows in the interleaved-RoPE order
+    /// the runtime uses: within each head, new row `2i + j` is old row `j * head_dim / 2 + i`.
+    /// Quantized rows are moved whole (a row is a run of blocks), so the permutation is exact
+    /// for every quantization type.
+    pub fn tensor_rope_interleaved(
+        &mut self,
+        name: &str,
+        expected: &[usize],
+        heads: usize,
+        head_dim: usize,
+    ) -> Result<QTensor> {
+        let q = self.tensor(name, Some(expected))?;
+        let rows = expected[0];
+        let err = |reason: String| LlamaError::TensorData {
+            path: self.path.clone(),
+            tensor: name.to_string(),
+            dtype: dtype_name(q.dtype()),
+            bytes: 0,
+            offset: 0,
+            reason,
+        };
+        if rows != heads * head_dim || !head_dim.is_multiple_of(2) {
+            return Err(err(format!(
+                "{rows} rows are not {heads} heads of an even head size {head_dim}"
+            )));
+        }
+        if expected.len() == 1 && q.dtype().block_size() != 1 {
+            return Err(err(format!(
+                "a quantized ({}) vector cannot be permuted value by value",
+                dtype_name(q.dtype())
+            )));
+        }
+        // A vector (bias, norm) is permuted value by value: each value is its own "row".
+        let data = q.data().map_err(|e| err(e.to_string()))?;
+        let row_bytes = data.len() / rows;
+        let mut out = Vec::with_capacity(data.len());
+        let half = head_dim / 2;
+        for h in 0..heads {
+            for i in 0..half {
+                for j in 0..2 {
+                    let src = h * head_dim + j * half + i;
+                    out.extend_from_slice(&data[src * row_bytes..(src + 1) * row_bytes]);
+                }
+            }
+        }
+        let (dtype, dims) = (q.dtype(), q.shape().dims().to_vec());
+        drop(data);
+        let storage = candle_core::quantized::QStorage::from_data(
+            std::borrow::Cow::Owned(out),
+            &Device::Cpu,
+            dtype,
+        )
+        .map_err(|e| err(e.to_string()))?;
+        QTensor::new(storage, dims).map_err(|e| err(e.to_string()))
+    }
+
     // ---- metadata helpers ----
 
     fn meta_err(&self, key: &str, reason: impl Into<String>) -> LlamaError {
@@ -375,15 +466,25 @@ impl GgufFile {
         }
     }
 
-    /// The Llama configuration described by the metadata.
+    /// The decoder family named by `general.architecture`.
+    pub fn architecture(&self) -> Result<GgufArch> {
+        let arch = self.get_str("general.architecture")?;
+        GgufArch::from_name(arch).ok_or_else(|| {
+            LlamaError::Unsupported(format!(
+                "{}: architecture `{arch}` (supported: {})",
+                self.path.display(),
+                GgufArch::ALL
+                    .iter()
+                    .map(|a| a.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })
+    }
+
+    /// The Llama-family configuration described by the metadata (any [`GgufArch`]).
     pub fn llama_config(&self) -> Result<LlamaConfig> {
-        let arch = self.get_str("general.architecture")?.to_string();
-        if arch != "llama" {
-            return Err(LlamaError::Unsupported(format!(
-                "{}: architecture `{arch}` (only `llama` is supported)",
-                self.path.display()
-            )));
-        }
+        let arch = self.architecture()?.name();
         let k = |s: &str| format!("{arch}.{s}");
         let hidden = self.get_usize(&k("embedding_length"))?;
         let n_heads = self.get_usize(&k("attention.head_count"))?;

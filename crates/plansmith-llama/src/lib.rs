@@ -19,7 +19,7 @@ pub mod tokenizer;
 
 pub use config::LlamaConfig;
 pub use error::{LlamaError, Result};
-pub use gguf::GgufFile;
+pub use gguf::{GgufArch, GgufFile};
 pub use model::{argmax, KvSnapshot, LlamaModel, Session};
 pub use tokenizer::{PreTokenizer, TokenKind, Tokenizer};
 pub mod chat;

@@ -11,7 +11,7 @@ use candle_core::{DType, Device, Tensor, D};
 use crate::attention::{cached_attention, AttnShape};
 use crate::config::LlamaConfig;
 use crate::error::{LlamaError, Result};
-use crate::gguf::GgufFile;
+use crate::gguf::{GgufArch, GgufFile};
 use crate::linear::Linear;
 use crate::qkernel::QMatrix;
 
@@ -150,7 +150,7 @@ pub(crate) fn rope_tables(cfg: &LlamaConfig, device: &Device) -> Result<(Tensor,
 }
 
 impl LlamaModel {
-    /// Load from an opened GGUF file (Llama architecture).
+    /// Load from an opened GGUF file (any [`GgufArch`]: `llama`, `qwen2`, `qwen3`).
     pub fn from_gguf(g: &mut GgufFile) -> Result<Self> {
         let cfg = g.llama_config()?;
         let d = cfg.hidden_size;
@@ -169,21 +169,45 @@ impl LlamaModel {
             let q = g.tensor(name, Some(shape))?;
             Ok(q.dequantize(&Device::Cpu)?)
         };
+        let arch = g.architecture()?;
+        // q/k (and their biases / norms) in the interleaved-RoPE order, permuted when the file
+        // stores them rotate-half (see `GgufArch::rotates_halves`).
+        let rope_rows = |g: &mut GgufFile, name: &str, shape: &[usize], heads: usize| {
+            if arch.rotates_halves() {
+                g.tensor_rope_interleaved(name, shape, heads, hd)
+            } else {
+                g.tensor(name, Some(shape))
+            }
+        };
         let embed_q = Arc::new(g.tensor("token_embd.weight", Some(&[cfg.vocab_size, d]))?);
         let mut blocks = Vec::with_capacity(cfg.num_layers);
         for i in 0..cfg.num_layers {
             let p = |s: &str| format!("blk.{i}.{s}.weight");
-            blocks.push(Block::plain(
+            let pb = |s: &str| format!("blk.{i}.{s}.bias");
+            let mut b = Block::plain(
                 dense(g, &p("attn_norm"), &[d])?,
-                qmm(g, &p("attn_q"), &[nh * hd, d])?,
-                qmm(g, &p("attn_k"), &[nkv * hd, d])?,
+                Linear::from_qtensor(rope_rows(g, &p("attn_q"), &[nh * hd, d], nh)?)?,
+                Linear::from_qtensor(rope_rows(g, &p("attn_k"), &[nkv * hd, d], nkv)?)?,
                 qmm(g, &p("attn_v"), &[nkv * hd, d])?,
                 qmm(g, &p("attn_output"), &[d, nh * hd])?,
                 dense(g, &p("ffn_norm"), &[d])?,
                 qmm(g, &p("ffn_gate"), &[ff, d])?,
                 qmm(g, &p("ffn_up"), &[ff, d])?,
                 qmm(g, &p("ffn_down"), &[d, ff])?,
-            ));
+            );
+            match arch {
+                GgufArch::Llama => {}
+                GgufArch::Qwen2 => {
+                    b.bq = Some(rope_rows(g, &pb("attn_q"), &[nh * hd], nh)?.dequantize(&dev)?);
+                    b.bk = Some(rope_rows(g, &pb("attn_k"), &[nkv * hd], nkv)?.dequantize(&dev)?);
+                    b.bv = Some(dense(g, &pb("attn_v"), &[nkv * hd])?);
+                }
+                GgufArch::Qwen3 => {
+                    b.q_norm = Some(rope_rows(g, &p("attn_q_norm"), &[hd], 1)?.dequantize(&dev)?);
+                    b.k_norm = Some(rope_rows(g, &p("attn_k_norm"), &[hd], 1)?.dequantize(&dev)?);
+                }
+            }
+            blocks.push(b);
         }
         let norm = dense(g, "output_norm.weight", &[d])?;
         // A tied head shares the repacked table with the embedding lookup.

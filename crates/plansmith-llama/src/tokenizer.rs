@@ -551,7 +551,9 @@ impl Tokenizer {
     }
 
     /// Encode text. With `parse_special`, special-token texts are matched verbatim first
-    /// (llama.cpp `parse_special = true`). BOS is added when `add_special` and the model asks for it.
+    /// (llama.cpp `parse_special = true`); without it, only user-defined tokens are (Qwen's
+    /// `<tool_call>`: llama.cpp always matches those, as Hugging Face does its non-special
+    /// added tokens). BOS is added when `add_special` and the model asks for it.
     pub fn encode(&self, text: &str, add_special: bool, parse_special: bool) -> Vec<u32> {
         let mut out = Vec::new();
         if add_special && self.add_bos {
@@ -561,8 +563,11 @@ impl Tokenizer {
         }
         // Fragments: Ok(text) or Err(special id).
         let mut frags: Vec<std::result::Result<&str, u32>> = vec![Ok(text)];
-        if parse_special {
+        {
             for (sp, id) in &self.specials {
+                if !parse_special && self.kinds[*id as usize] != TokenKind::UserDefined {
+                    continue;
+                }
                 let mut next = Vec::with_capacity(frags.len());
                 for f in frags {
                     match f {
@@ -1082,6 +1087,25 @@ impl BestRank for Option<(u32, usize, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn user_defined_tokens_match_without_parse_special_control_ones_do_not() {
+        // GPT-2 byte-level vocabulary: every byte, then a control and a user-defined token.
+        let byte_chars: Vec<String> = bytes_to_unicode().iter().map(|c| c.to_string()).collect();
+        let mut tokens = byte_chars.clone();
+        let mut kinds = vec![TokenKind::Normal; tokens.len()];
+        tokens.push("<|im_end|>".into());
+        kinds.push(TokenKind::Control);
+        tokens.push("<tool_call>".into());
+        kinds.push(TokenKind::UserDefined);
+        let t = Tokenizer::new(tokens, kinds, &[], PreTokenizer::Gpt2).unwrap();
+        let (end, call) = (256u32, 257u32);
+        let plain = t.encode("<tool_call>x<|im_end|>", false, false);
+        assert_eq!(plain[0], call, "{plain:?}");
+        assert!(!plain.contains(&end), "{plain:?}");
+        let special = t.encode("<tool_call>x<|im_end|>", false, true);
+        assert_eq!(special, vec![call, t.encode("x", false, false)[0], end]);
+    }
 
     #[test]
     fn pre_tokenize_smollm_splits_digits_and_whitespace() {

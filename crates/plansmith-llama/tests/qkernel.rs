@@ -417,3 +417,57 @@ fn non_finite_activations_do_not_panic_any_kernel() {
         }
     }
 }
+
+#[test]
+fn q4_0_and_q5_0_widen_to_q8_0_exactly() {
+    // Random bytes with a moderate f16 scale: every nibble and fifth-bit pattern occurs.
+    for (dtype, block) in [(GgmlDType::Q4_0, 18usize), (GgmlDType::Q5_0, 22)] {
+        let (rows, cols) = (16usize, 128usize);
+        let mut rng = Rng(dtype as u64 + 11);
+        let mut data = vec![0u8; rows * cols / QK * block];
+        for b in data.chunks_exact_mut(block) {
+            for byte in b.iter_mut() {
+                *byte = rng.next() as u8;
+            }
+            b[..2].copy_from_slice(&f32_to_f16(0.05 * rng.sym()).to_le_bytes());
+        }
+        let q = qtensor_from_ggml(dtype, &data, vec![rows, cols], &Device::Cpu).unwrap();
+        assert!(QMatrix::takes(dtype));
+        let m = QMatrix::from_qtensor(&q).unwrap().expect("widened");
+        assert_eq!(m.format(), QFormat::Q8_0);
+        let want: Vec<f32> = q
+            .dequantize(&Device::Cpu)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1()
+            .unwrap();
+        let got = m.dequantize();
+        let differ = got
+            .iter()
+            .zip(&want)
+            .filter(|(a, b)| a.to_bits() != b.to_bits())
+            .count();
+        assert_eq!(differ, 0, "{dtype:?}: {differ} values differ from candle's");
+        // The product against candle's own Q4_0 / Q5_0 kernel (Q8_0 activations on both sides).
+        let x = random_x(3, cols, 9);
+        let xt = Tensor::from_vec(x.clone(), (3, cols), &Device::Cpu).unwrap();
+        let want: Vec<f32> = QMatMul::from_qtensor(q)
+            .unwrap()
+            .forward(&xt)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1()
+            .unwrap();
+        let got = m.matmul(&x, 3).unwrap();
+        let scale = want.iter().fold(0f32, |a, v| a.max(v.abs()));
+        for (g, e) in got.iter().zip(&want) {
+            assert!(
+                (g - e).abs() <= 1e-4 * scale,
+                "{dtype:?}: {g} vs candle {e}"
+            );
+        }
+    }
+    assert!(!QMatrix::takes(GgmlDType::Q4K));
+}

@@ -206,7 +206,8 @@ impl Planner {
         let source = m
             .llama
             .ok_or_else(|| dir_err(&dir.join(MANIFEST), "a llama planner needs `llama.base`"))?;
-        let lm = LlamaLm::load(source.resolved(dir))?;
+        let mut lm = LlamaLm::load(source.resolved(dir))?;
+        lm.use_syntax(m.settings.syntax)?;
         let catalog = Catalog::from_tools(m.catalog)?;
         Ok(Some(Planner::with_lm(
             Box::new(lm),
@@ -225,10 +226,11 @@ impl Planner {
         settings: PlannerSettings,
     ) -> Result<Planner, PlannerError> {
         let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-        let lm = LlamaLm::load(LlamaSource {
+        let mut lm = LlamaLm::load(LlamaSource {
             base: abs(base),
             adapter: adapter.map(abs),
         })?;
+        lm.use_syntax(settings.syntax)?;
         Planner::with_lm(Box::new(lm), catalog, settings, PlannerMeta::default())
     }
 }

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use plansmith_core::Catalog;
+use plansmith_core::{Catalog, Syntax};
 use plansmith_grammar::TokEnv;
 use plansmith_llama::{GgufBundle, PeftAdapter, PrefixCache, PrefixKey, PrefixOutcome, Session};
 use serde::{Deserialize, Serialize};
@@ -61,6 +61,9 @@ pub struct LlamaLm {
     stops: Vec<u32>,
     eos: u32,
     limit: usize,
+    /// The prompt is the chat template's own tool rendering (its reply format, e.g. Qwen's
+    /// `<tool_call>` tags), not plansmith's system message asking for a JSON array.
+    native_tools: bool,
 }
 
 fn load_err(path: &Path, e: impl std::fmt::Display) -> PlannerError {
@@ -103,7 +106,22 @@ impl LlamaLm {
             prefixes: PrefixCache::new(PREFIX_CACHE_BYTES),
             eos,
             limit,
+            native_tools: false,
         })
+    }
+
+    /// Prompt in the template's own tool format when `syntax` is [`Syntax::ToolCall`] (the
+    /// reply format Qwen-style templates teach); an error if this model's template has none.
+    pub fn use_syntax(&mut self, syntax: Syntax) -> Result<(), PlannerError> {
+        self.native_tools = syntax == Syntax::ToolCall;
+        if self.native_tools && !self.bundle.template.has_tool_call_tags() {
+            return Err(load_err(
+                &self.source.base,
+                "the tool_call reply format needs a chat template that renders tools with \
+                 <tool_call> tags (Qwen2.5, Qwen3); this model's does not — use the json format",
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -148,7 +166,10 @@ impl ModelBackend for LlamaLm {
                 id != self.eos
                     && (tokens[id as usize].is_empty()
                         || tok.token_kind(id).is_some_and(|k| {
-                            k.is_special() || k == plansmith_llama::TokenKind::Unused
+                            // User-defined tokens (Qwen's `<tool_call>`) are text the model
+                            // writes; control and unused ones never belong in a reply.
+                            (k.is_special() && k != plansmith_llama::TokenKind::UserDefined)
+                                || k == plansmith_llama::TokenKind::Unused
                         }))
             })
             .collect();
@@ -194,9 +215,13 @@ impl ModelBackend for LlamaLm {
         _catalog_text: CatalogText,
     ) -> Result<Started<'_>, PlannerError> {
         let b = &self.bundle;
-        let prompt = b
-            .template
-            .tools_prompt(None, &catalog.to_openai(), request)?;
+        let prompt = if self.native_tools {
+            b.template
+                .native_tools_prompt(&catalog.to_openai(), request)?
+        } else {
+            b.template
+                .tools_prompt(None, &catalog.to_openai(), request)?
+        };
         let pt = prompt.tokenize(&b.tokenizer);
         // Leave room for a reply of a reasonable size.
         if pt.tokens.len() + 16 > self.limit {
@@ -209,7 +234,7 @@ impl ModelBackend for LlamaLm {
         let key = PrefixKey {
             model: b.model.fingerprint(),
             catalog: hash.to_string(),
-            template: b.template.id(),
+            template: b.template.id() ^ u64::from(self.native_tools),
         };
         let mut session = b.model.session();
         let (logits, outcome) = self.prefixes.prefill(

@@ -17,6 +17,14 @@ pub struct PlannerArgs {
     pub gate: GateArgs,
 }
 
+fn parse_reply_format(s: &str) -> Result<plansmith_core::Syntax, String> {
+    match s {
+        "json" => Ok(plansmith_core::Syntax::JsonArray),
+        "tool_call" => Ok(plansmith_core::Syntax::ToolCall),
+        other => Err(format!("`{other}` (expected json or tool_call)")),
+    }
+}
+
 /// Which model plans.
 #[derive(Args, Clone)]
 pub struct ModelArgs {
@@ -31,6 +39,12 @@ pub struct ModelArgs {
     /// A PEFT LoRA adapter directory merged into the --gguf model at load.
     #[arg(long, requires = "gguf", value_name = "DIR")]
     pub lora: Option<PathBuf>,
+    /// How a --gguf model is asked for calls: `json` (plansmith's system message, a JSON
+    /// array of calls; every model) or `tool_call` (the model's own chat template renders the
+    /// tools and the model answers in its own `<tool_call>` tags; Qwen2.5 / Qwen3). Both are
+    /// decoded under the catalog's grammar.
+    #[arg(long, requires = "gguf", default_value = "json", value_parser = parse_reply_format, value_name = "FORMAT")]
+    pub reply_format: plansmith_core::Syntax,
     /// Rank the first call's tool name by how much the request raises it over an empty
     /// request: log p(name | request) - W * log p(name | no request). Helps tools the planner
     /// never saw against ones it saw often; 0 (the default) is the model's own ranking.
@@ -128,12 +142,9 @@ pub fn load_model(args: &ModelArgs) -> anyhow::Result<Planner> {
                 .catalog
                 .as_ref()
                 .clone();
-            Planner::pretrained(
-                model,
-                args.lora.as_deref(),
-                catalog,
-                plansmith_planner::PlannerSettings::chat(),
-            )?
+            let mut settings = plansmith_planner::PlannerSettings::chat();
+            settings.syntax = args.reply_format;
+            Planner::pretrained(model, args.lora.as_deref(), catalog, settings)?
         }
         (None, None) => plansmith_planner::default_planner()?,
     };

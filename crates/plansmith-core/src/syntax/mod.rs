@@ -3,6 +3,7 @@
 mod dsl;
 mod envelope;
 mod openai;
+mod tool_call;
 
 use serde::{Deserialize, Serialize};
 
@@ -25,14 +26,18 @@ pub enum Syntax {
     OpenAi,
     /// A plain JSON array of `{"name", "arguments"}`.
     JsonArray,
+    /// `<tool_call>\n{"name", "arguments"}\n</tool_call>` per call (Qwen2.5 / Qwen3 / Hermes
+    /// chat templates); text without a tag for no call.
+    ToolCall,
 }
 
 impl Syntax {
-    pub const ALL: [Syntax; 4] = [
+    pub const ALL: [Syntax; 5] = [
         Syntax::Dsl,
         Syntax::Envelope,
         Syntax::OpenAi,
         Syntax::JsonArray,
+        Syntax::ToolCall,
     ];
 
     pub fn render(self, plan: &Plan) -> String {
@@ -41,6 +46,7 @@ impl Syntax {
             Syntax::Envelope => envelope::render(plan),
             Syntax::OpenAi => openai::render_message(plan),
             Syntax::JsonArray => openai::render_array(plan),
+            Syntax::ToolCall => tool_call::render(plan),
         }
     }
 
@@ -50,6 +56,7 @@ impl Syntax {
             Syntax::Envelope => envelope::parse(text),
             Syntax::OpenAi => openai::parse_message(text),
             Syntax::JsonArray => openai::parse_array(text),
+            Syntax::ToolCall => tool_call::parse(text),
         }
     }
 
@@ -64,6 +71,7 @@ impl Syntax {
             Syntax::Envelope => "envelope",
             Syntax::OpenAi => "openai",
             Syntax::JsonArray => "json",
+            Syntax::ToolCall => "tool_call",
         }
     }
 }
@@ -77,8 +85,9 @@ impl std::str::FromStr for Syntax {
             "envelope" => Ok(Syntax::Envelope),
             "openai" => Ok(Syntax::OpenAi),
             "json" | "json_array" => Ok(Syntax::JsonArray),
+            "tool_call" | "hermes" => Ok(Syntax::ToolCall),
             other => Err(format!(
-                "unknown syntax `{other}` (expected dsl, envelope, openai or json)"
+                "unknown syntax `{other}` (expected dsl, envelope, openai, json or tool_call)"
             )),
         }
     }

@@ -207,6 +207,36 @@ fn generate(
                 }
             }
         }
+        Syntax::ToolCall => {
+            // No call is an empty reply: free text would be an escape from the catalog (a
+            // small model then writes its call as a Markdown code block instead of a tag).
+            if max_calls == 0 {
+                alts.push("\"\"".into());
+            } else {
+                let items: Vec<String> = calls
+                    .iter()
+                    .map(|(name, args)| {
+                        let n = lit(&serde_json::to_string(name).unwrap_or_default());
+                        format!("\"{{\\\"name\\\"\" COLON {n} COMMA \"\\\"arguments\\\"\" COLON {args} \"}}\"")
+                    })
+                    .collect();
+                let item = g.rule("call", &items.join("\n    | "));
+                let tagged = g.rule(
+                    "tagged",
+                    &format!("\"<tool_call>\\n\" {item} \"\\n</tool_call>\""),
+                );
+                let more = if max_calls > 1 {
+                    format!(" (\"\\n\" {tagged}){}", repeat(0, Some(max_calls - 1)))
+                } else {
+                    String::new()
+                };
+                alts.push(if may_skip {
+                    format!("[{tagged}{more}]")
+                } else {
+                    format!("{tagged}{more}")
+                });
+            }
+        }
         Syntax::JsonArray | Syntax::OpenAi => {
             let items: Vec<String> = calls
                 .iter()
