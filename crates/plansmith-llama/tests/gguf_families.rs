@@ -228,3 +228,43 @@ fn a_quantized_q_projection_is_permuted_row_by_row_exactly() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn an_unsupported_tensor_type_is_named_with_the_supported_list() {
+    // A GGUF holding one IQ4_NL tensor (ggml type 20): header as gguf-py writes it.
+    let mut bytes = Vec::new();
+    bytes.extend_from_slice(b"GGUF");
+    bytes.extend_from_slice(&3u32.to_le_bytes()); // version
+    bytes.extend_from_slice(&1u64.to_le_bytes()); // tensors
+    bytes.extend_from_slice(&1u64.to_le_bytes()); // metadata entries
+    let key = b"general.architecture";
+    bytes.extend_from_slice(&(key.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(key);
+    bytes.extend_from_slice(&8u32.to_le_bytes()); // string
+    bytes.extend_from_slice(&5u64.to_le_bytes());
+    bytes.extend_from_slice(b"llama");
+    bytes.extend_from_slice(&1u64.to_le_bytes()); // tensor name
+    bytes.push(b'x');
+    bytes.extend_from_slice(&2u32.to_le_bytes()); // dims
+    bytes.extend_from_slice(&32u64.to_le_bytes());
+    bytes.extend_from_slice(&4u64.to_le_bytes());
+    bytes.extend_from_slice(&20u32.to_le_bytes()); // IQ4_NL
+    bytes.extend_from_slice(&0u64.to_le_bytes()); // offset
+    while bytes.len() % 32 != 0 {
+        bytes.push(0);
+    }
+    bytes.extend(std::iter::repeat_n(0u8, 4 * 18));
+    let dir = std::env::temp_dir().join(format!("plansmith-iq4-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("iq4.gguf");
+    std::fs::write(&p, &bytes).unwrap();
+    let err = GgufFile::open(&p).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, LlamaError::GgufHeader { .. }), "{msg}");
+    assert!(
+        msg.contains("IQ4_NL") && msg.contains("Q4_K") && msg.contains("supported"),
+        "{msg}"
+    );
+    assert!(!msg.contains('\n'), "one line, no backtrace: {msg}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -31,9 +31,10 @@ pub struct ModelArgs {
     /// Planner directory (default: the planner embedded in this binary).
     #[arg(long)]
     pub planner: Option<PathBuf>,
-    /// Plan with a pretrained model instead: a Llama-family `.gguf` file or a Hugging Face
-    /// directory (config.json + safetensors + tokenizer.json). Tools go in its system prompt;
-    /// it answers with a JSON array of calls, decoded under the catalog's grammar.
+    /// Plan with a pretrained model instead: a `.gguf` file (architectures llama, qwen2,
+    /// qwen3; F32/F16/BF16, Q4_0-Q8_0 and K-quant tensors) or a Hugging Face directory
+    /// (config.json + safetensors + tokenizer.json). Tools go in its prompt; its reply is
+    /// decoded under the catalog's grammar (see --reply-format).
     #[arg(long, conflicts_with = "planner", value_name = "FILE")]
     pub gguf: Option<PathBuf>,
     /// A PEFT LoRA adapter directory merged into the --gguf model at load.
