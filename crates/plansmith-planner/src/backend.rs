@@ -60,6 +60,13 @@ pub trait ModelBackend: Send + Sync {
     /// Whether an unconstrained decode stops at `id`.
     fn free_stop(&self, id: u32) -> bool;
 
+    /// Every token that ends a reply: where the grammar lets the reply end, the end competes
+    /// with the best of these (a chat model may close with `<|endoftext|>` rather than the
+    /// template's end-of-turn token, which [`ModelBackend::grammar_eos`] stands for).
+    fn end_ids(&self) -> Vec<u32> {
+        vec![self.grammar_eos()]
+    }
+
     /// Text of generated ids (stop tokens dropped).
     fn detokenize(&self, ids: &[u32]) -> String;
 

@@ -158,6 +158,14 @@ impl ModelBackend for LlamaLm {
         id == self.eos || self.stops.contains(&id)
     }
 
+    fn end_ids(&self) -> Vec<u32> {
+        let mut ids = self.stops.clone();
+        ids.push(self.eos);
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+
     fn tok_env(&self) -> Result<TokEnv, PlannerError> {
         let tok = &self.bundle.tokenizer;
         let tokens = tok.all_token_bytes().to_vec();

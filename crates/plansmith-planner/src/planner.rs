@@ -220,6 +220,9 @@ pub struct Planner {
     pub meta: PlannerMeta,
     engine: Engine,
     eos: u32,
+    /// The model's other end tokens (`ModelBackend::end_ids` without `eos`): where the grammar
+    /// allows the end, `eos` takes the best logit among them and itself.
+    other_ends: Vec<u32>,
     /// Tokens made only of closing characters, with the rank of their first one in
     /// [`CLOSING`].
     closers: Vec<(u32, usize)>,
@@ -282,6 +285,11 @@ impl Planner {
         let planner = Planner {
             catalog_hash: catalog_hash.clone(),
             eos: lm.grammar_eos(),
+            other_ends: lm
+                .end_ids()
+                .into_iter()
+                .filter(|&id| id != lm.grammar_eos())
+                .collect(),
             closers,
             lm,
             catalog: catalog.clone(),
@@ -636,6 +644,9 @@ impl Planner {
             }
             if allowed == 1 && mask.is_allowed(self.eos) {
                 break;
+            }
+            if mask.is_allowed(self.eos) {
+                end_with_best_stop(&mut logits, self.eos, &self.other_ends);
             }
             let tok = if out_ids.len() < max_new {
                 match &prior {
@@ -1291,6 +1302,18 @@ pub fn log_prob(logits: &[f32], token: u32) -> f32 {
     let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let sum: f32 = logits.iter().map(|l| (l - max).exp()).sum();
     logits[token as usize] - max - sum.ln()
+}
+
+/// Where the reply may end, the end (`eos`, the grammar's one end token) scores as the best of
+/// the model's end tokens: ending with `<|endoftext|>` is ending too.
+fn end_with_best_stop(logits: &mut [f32], eos: u32, others: &[u32]) {
+    let best = others
+        .iter()
+        .filter_map(|&id| logits.get(id as usize).copied())
+        .fold(f32::NEG_INFINITY, f32::max);
+    if let Some(l) = logits.get_mut(eos as usize) {
+        *l = l.max(best);
+    }
 }
 
 fn masked_argmax(logits: &[f32], allowed: impl Fn(u32) -> bool) -> u32 {

@@ -230,10 +230,11 @@ fn generate(
                 } else {
                     String::new()
                 };
+                // Qwen's template ends a call turn with a newline after the last tag.
                 alts.push(if may_skip {
-                    format!("[{tagged}{more}]")
+                    format!("[{tagged}{more} [\"\\n\"]]")
                 } else {
-                    format!("{tagged}{more}")
+                    format!("{tagged}{more} [\"\\n\"]")
                 });
             }
         }
