@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use candle_core::Device;
-use plansmith_core::{Catalog, Tool};
+use plansmith_core::{Catalog, Syntax, Tool};
 use plansmith_lm::{AnyCodec, TinyGpt, TinyGptConfig};
 use serde::{Deserialize, Serialize};
 
@@ -215,6 +215,29 @@ impl Planner {
             m.settings,
             m.meta,
         )?))
+    }
+
+    /// [`Planner::pretrained`] with the reply format this model does best (measured in
+    /// docs/results/model-families.md): the `<tool_call>` tags where its chat template teaches
+    /// them (Qwen2.5, Qwen3), else a JSON array.
+    pub fn pretrained_native(
+        base: &Path,
+        adapter: Option<&Path>,
+        catalog: Catalog,
+        mut settings: PlannerSettings,
+    ) -> Result<Planner, PlannerError> {
+        let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        let mut lm = LlamaLm::load(LlamaSource {
+            base: abs(base),
+            adapter: adapter.map(abs),
+        })?;
+        settings.syntax = if lm.bundle.template.has_tool_call_tags() {
+            Syntax::ToolCall
+        } else {
+            Syntax::JsonArray
+        };
+        lm.use_syntax(settings.syntax)?;
+        Planner::with_lm(Box::new(lm), catalog, settings, PlannerMeta::default())
     }
 
     /// A pretrained planner over a GGUF file or Hugging Face directory (`adapter`: a PEFT LoRA

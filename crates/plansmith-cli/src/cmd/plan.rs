@@ -17,11 +17,13 @@ pub struct PlannerArgs {
     pub gate: GateArgs,
 }
 
-fn parse_reply_format(s: &str) -> Result<plansmith_core::Syntax, String> {
+/// `auto` is `None`: the model's template decides.
+fn parse_reply_format(s: &str) -> Result<Option<plansmith_core::Syntax>, String> {
     match s {
-        "json" => Ok(plansmith_core::Syntax::JsonArray),
-        "tool_call" => Ok(plansmith_core::Syntax::ToolCall),
-        other => Err(format!("`{other}` (expected json or tool_call)")),
+        "auto" => Ok(None),
+        "json" => Ok(Some(plansmith_core::Syntax::JsonArray)),
+        "tool_call" => Ok(Some(plansmith_core::Syntax::ToolCall)),
+        other => Err(format!("`{other}` (expected auto, json or tool_call)")),
     }
 }
 
@@ -41,11 +43,12 @@ pub struct ModelArgs {
     #[arg(long, requires = "gguf", value_name = "DIR")]
     pub lora: Option<PathBuf>,
     /// How a --gguf model is asked for calls: `json` (plansmith's system message, a JSON
-    /// array of calls; every model) or `tool_call` (the model's own chat template renders the
-    /// tools and the model answers in its own `<tool_call>` tags; Qwen2.5 / Qwen3). Both are
-    /// decoded under the catalog's grammar.
-    #[arg(long, requires = "gguf", default_value = "json", value_parser = parse_reply_format, value_name = "FORMAT")]
-    pub reply_format: plansmith_core::Syntax,
+    /// array of calls; every model), `tool_call` (the model's own chat template renders the
+    /// tools and the model answers in its own `<tool_call>` tags; Qwen2.5 / Qwen3), or `auto`
+    /// (tool_call where the template teaches it, else json: the better of the two as measured
+    /// in docs/results/model-families.md). Decoded under the catalog's grammar either way.
+    #[arg(long, requires = "gguf", default_value = "auto", value_parser = parse_reply_format, value_name = "FORMAT")]
+    pub reply_format: Option<plansmith_core::Syntax>,
     /// Rank the first call's tool name by how much the request raises it over an empty
     /// request: log p(name | request) - W * log p(name | no request). Helps tools the planner
     /// never saw against ones it saw often; 0 (the default) is the model's own ranking.
@@ -144,8 +147,13 @@ pub fn load_model(args: &ModelArgs) -> anyhow::Result<Planner> {
                 .as_ref()
                 .clone();
             let mut settings = plansmith_planner::PlannerSettings::chat();
-            settings.syntax = args.reply_format;
-            Planner::pretrained(model, args.lora.as_deref(), catalog, settings)?
+            match args.reply_format {
+                Some(syntax) => {
+                    settings.syntax = syntax;
+                    Planner::pretrained(model, args.lora.as_deref(), catalog, settings)?
+                }
+                None => Planner::pretrained_native(model, args.lora.as_deref(), catalog, settings)?,
+            }
         }
         (None, None) => plansmith_planner::default_planner()?,
     };
