@@ -308,3 +308,44 @@ fn train_base_tunes_a_lora_planner_and_resumes_from_its_checkpoint() {
     assert!(text(&o.stderr).contains("lm_head"), "{}", text(&o.stderr));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn reply_format_tool_call_needs_a_template_that_teaches_it() {
+    // SmolLM2's template renders no tools: `tool_call` is refused naming why (exit 2), an
+    // unknown format is a usage error, and `auto` (the default) plans in the JSON array.
+    let o = plansmith(&[
+        "plan",
+        "--gguf",
+        "assets/smollm2.gguf",
+        "--reply-format",
+        "tool_call",
+        "open safari",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(err.contains("<tool_call>") && err.contains("json"), "{err}");
+    let o = plansmith(&[
+        "plan",
+        "--gguf",
+        "assets/smollm2.gguf",
+        "--reply-format",
+        "xml",
+        "x",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("auto, json, tool_call"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = plansmith(&[
+        "plan",
+        "--gguf",
+        "assets/smollm2.gguf",
+        "--json",
+        "open safari",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let line: serde_json::Value = serde_json::from_str(text(&o.stdout).trim()).unwrap();
+    assert!(line["text"].as_str().unwrap().starts_with('['), "{line}");
+}

@@ -17,14 +17,16 @@ pub struct PlannerArgs {
     pub gate: GateArgs,
 }
 
-/// `auto` is `None`: the model's template decides.
-fn parse_reply_format(s: &str) -> Result<Option<plansmith_core::Syntax>, String> {
-    match s {
-        "auto" => Ok(None),
-        "json" => Ok(Some(plansmith_core::Syntax::JsonArray)),
-        "tool_call" => Ok(Some(plansmith_core::Syntax::ToolCall)),
-        other => Err(format!("`{other}` (expected auto, json or tool_call)")),
-    }
+/// How a pretrained model is asked for calls (`--reply-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReplyFormat {
+    /// The model's template decides: tool_call where it teaches `<tool_call>`, else json.
+    Auto,
+    /// plansmith's system message; a JSON array of calls.
+    Json,
+    /// The template's own tools prompt; `<tool_call>` tags.
+    #[value(name = "tool_call")]
+    ToolCall,
 }
 
 /// Which model plans.
@@ -47,8 +49,8 @@ pub struct ModelArgs {
     /// tools and the model answers in its own `<tool_call>` tags; Qwen2.5 / Qwen3), or `auto`
     /// (tool_call where the template teaches it, else json: the better of the two as measured
     /// in docs/results/model-families.md). Decoded under the catalog's grammar either way.
-    #[arg(long, requires = "gguf", default_value = "auto", value_parser = parse_reply_format, value_name = "FORMAT")]
-    pub reply_format: Option<plansmith_core::Syntax>,
+    #[arg(long, requires = "gguf", value_enum, default_value_t = ReplyFormat::Auto, value_name = "FORMAT")]
+    pub reply_format: ReplyFormat,
     /// Rank the first call's tool name by how much the request raises it over an empty
     /// request: log p(name | request) - W * log p(name | no request). Helps tools the planner
     /// never saw against ones it saw often; 0 (the default) is the model's own ranking.
@@ -147,7 +149,12 @@ pub fn load_model(args: &ModelArgs) -> anyhow::Result<Planner> {
                 .as_ref()
                 .clone();
             let mut settings = plansmith_planner::PlannerSettings::chat();
-            match args.reply_format {
+            let syntax = match args.reply_format {
+                ReplyFormat::Auto => None,
+                ReplyFormat::Json => Some(plansmith_core::Syntax::JsonArray),
+                ReplyFormat::ToolCall => Some(plansmith_core::Syntax::ToolCall),
+            };
+            match syntax {
                 Some(syntax) => {
                     settings.syntax = syntax;
                     Planner::pretrained(model, args.lora.as_deref(), catalog, settings)?
