@@ -226,18 +226,13 @@ impl Planner {
         catalog: Catalog,
         mut settings: PlannerSettings,
     ) -> Result<Planner, PlannerError> {
-        let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-        let mut lm = LlamaLm::load(LlamaSource {
-            base: abs(base),
-            adapter: adapter.map(abs),
-        })?;
+        let lm = load_pretrained(base, adapter)?;
         settings.syntax = if lm.bundle.template.has_tool_call_tags() {
             Syntax::ToolCall
         } else {
             Syntax::JsonArray
         };
-        lm.use_syntax(settings.syntax)?;
-        Planner::with_lm(Box::new(lm), catalog, settings, PlannerMeta::default())
+        Self::over_pretrained(lm, catalog, settings)
     }
 
     /// A pretrained planner over a GGUF file or Hugging Face directory (`adapter`: a PEFT LoRA
@@ -248,14 +243,26 @@ impl Planner {
         catalog: Catalog,
         settings: PlannerSettings,
     ) -> Result<Planner, PlannerError> {
-        let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-        let mut lm = LlamaLm::load(LlamaSource {
-            base: abs(base),
-            adapter: adapter.map(abs),
-        })?;
+        Self::over_pretrained(load_pretrained(base, adapter)?, catalog, settings)
+    }
+
+    fn over_pretrained(
+        mut lm: LlamaLm,
+        catalog: Catalog,
+        settings: PlannerSettings,
+    ) -> Result<Planner, PlannerError> {
         lm.use_syntax(settings.syntax)?;
         Planner::with_lm(Box::new(lm), catalog, settings, PlannerMeta::default())
     }
+}
+
+/// Load a pretrained model (paths made absolute: the planner directory may persist them).
+fn load_pretrained(base: &Path, adapter: Option<&Path>) -> Result<LlamaLm, PlannerError> {
+    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    LlamaLm::load(LlamaSource {
+        base: abs(base),
+        adapter: adapter.map(abs),
+    })
 }
 
 fn copy_dir(from: &Path, to: &Path) -> Result<(), PlannerError> {
