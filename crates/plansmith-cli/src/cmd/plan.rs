@@ -48,7 +48,8 @@ pub struct ModelArgs {
     /// array of calls; every model), `tool_call` (the model's own chat template renders the
     /// tools and the model answers in its own `<tool_call>` tags; Qwen2.5 / Qwen3), or `auto`
     /// (tool_call where the template teaches it, else json: the better of the two as measured
-    /// in docs/results/model-families.md). Decoded under the catalog's grammar either way.
+    /// in docs/results/model-families.md; json with --lora, the format `train --base` teaches).
+    /// Decoded under the catalog's grammar either way.
     #[arg(long, requires = "gguf", value_enum, default_value_t = ReplyFormat::Auto, value_name = "FORMAT")]
     pub reply_format: ReplyFormat,
     /// Rank the first call's tool name by how much the request raises it over an empty
@@ -150,6 +151,8 @@ pub fn load_model(args: &ModelArgs) -> anyhow::Result<Planner> {
                 .clone();
             let mut settings = plansmith_planner::PlannerSettings::chat();
             let syntax = match args.reply_format {
+                // An adapter from `train --base` learnt the JSON array, whatever the template.
+                ReplyFormat::Auto if args.lora.is_some() => Some(plansmith_core::Syntax::JsonArray),
                 ReplyFormat::Auto => None,
                 ReplyFormat::Json => Some(plansmith_core::Syntax::JsonArray),
                 ReplyFormat::ToolCall => Some(plansmith_core::Syntax::ToolCall),
