@@ -5,15 +5,17 @@ Not part of CI (it needs torch, transformers and gguf); the small results are co
 `cargo test -p plansmith-llama --test gguf_families` compares against them without Python.
 
 1. Families. For each of the tiny random Llama / Qwen2 / Qwen3 checkpoints already committed for
-   the LoRA golden test (crates/plansmith-llama/tests/fixtures/lora_golden/<arch>/model), write
-   GGUF files the way llama.cpp's converter lays them out (tensor names, metadata keys, and for
-   `llama` alone q/k rows permuted into the interleaved RoPE order; `qwen2` / `qwen3` keep
-   Hugging Face's rotate-half order), in F32 and F16. Reference: transformers' logits in float64
-   on a fixed token sequence, from the f32 weights and from the same weights rounded to f16.
-2. Quantization types. `quants.gguf` holds one [4, 256] tensor per type with random blocks (the
-   scale fields set to finite, moderate f16 values, every other byte random) and, for each,
-   `<TYPE>.ref`: gguf-py's own `dequantize` of it in F32. Our dequantization must equal it bit
-   for bit.
+   the LoRA golden test (crates/plansmith-llama/tests/fixtures/lora_golden/<arch>/model), the
+   test writes GGUF files the way llama.cpp's converter lays them out (tensor names, metadata
+   keys, and for `llama` alone q/k rows permuted into the interleaved RoPE order; `qwen2` /
+   `qwen3` keep Hugging Face's rotate-half order), in F32 and F16 (`--gguf-dir` writes the same
+   files with gguf-py, to compare). Reference: transformers' logits in float64 on a fixed token
+   sequence, from the f32 weights and from the matrices rounded to f16.
+2. Quantization types. One [4, 256] tensor per type with random blocks (the scale fields set to
+   finite, moderate f16 values, every other byte random) and gguf-py's own `dequantize` of it.
+   Our dequantization must equal it bit for bit.
+
+Everything lands in golden.json; no GGUF file is committed.
 
 Usage: python3 scripts/gguf_golden.py [--out crates/plansmith-llama/tests/fixtures/gguf_golden]
 """
@@ -122,9 +124,11 @@ def random_blocks(rng, qtype, fields, n_values):
     return raw
 
 
-def write_quants(path, rng):
-    w = gguf.GGUFWriter(path, "plansmith-quant-golden")
+def quants(rng):
+    """Per type: the raw blocks (hex) of a [4, 256] tensor and gguf-py's dequantization of them
+    (f32 bit patterns), so the test needs no GGUF file."""
     rows, cols = 4, 256
+    out = {}
     for name, fields in QUANTS.items():
         qtype = gguf.GGMLQuantizationType[name]
         if fields is None:
@@ -133,17 +137,17 @@ def write_quants(path, rng):
         else:
             raw = random_blocks(rng, qtype, fields, rows * cols).reshape(rows, -1)
         ref = gguf.quants.dequantize(raw, qtype).astype(np.float32).reshape(rows, cols)
-        w.add_tensor(name, raw, raw_dtype=qtype)
-        w.add_tensor(name + ".ref", ref)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+        out[name] = {"raw": np.ascontiguousarray(raw).view(np.uint8).tobytes().hex(),
+                     "ref_bits": ref.view(np.uint32).reshape(-1).tolist()}
+    return out
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(FIXTURES, "gguf_golden"))
+    ap.add_argument("--gguf-dir", default=None,
+                    help="also write the GGUF files llama.cpp's converter would (to check the "
+                         "test's own writer against; never committed)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     golden = {"tokens": TOKENS, "models": {}}
@@ -153,14 +157,14 @@ def main():
         sd = model.state_dict()
         for ftype in ["f32", "f16"]:
             name = f"{arch}-{ftype}.gguf"
-            write_gguf(os.path.join(args.out, name), arch, model.config, sd, ftype)
+            if args.gguf_dir:
+                write_gguf(os.path.join(args.gguf_dir, name), arch, model.config, sd, ftype)
             golden["models"][name] = {
                 "arch": arch,
                 "logits": logits(model, torch.float16 if ftype == "f16" else None),
             }
         print(f"{arch}: written")
-    write_quants(os.path.join(args.out, "quants.gguf"), np.random.default_rng(2026))
-    golden["quant_types"] = list(QUANTS)
+    golden["quants"] = quants(np.random.default_rng(2026))
     golden["versions"] = {"torch": torch.__version__, "gguf": gguf.__version__
                           if hasattr(gguf, "__version__") else "unknown"}
     with open(os.path.join(args.out, "golden.json"), "w") as f:
