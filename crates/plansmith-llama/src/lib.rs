@@ -12,6 +12,7 @@ mod attention;
 pub mod config;
 pub mod error;
 pub mod gguf;
+mod kquant;
 mod linear;
 pub mod model;
 pub mod qkernel;

@@ -1,6 +1,6 @@
 //! A model projection `y = x W^T`: the own kernels ([`crate::qkernel`]) where the GGUF stores
-//! Q4_1 or Q8_0 weights (and Q4_0 / Q5_0, widened to Q8_0), candle's `QMatMul` for every other
-//! quantization and for dense f32.
+//! Q4_1, Q8_0, Q4_K, Q5_K or Q6_K weights (and Q4_0 / Q5_0, widened to Q8_0), candle's
+//! `QMatMul` for every other quantization and for dense f32.
 
 use std::sync::Arc;
 
@@ -11,12 +11,13 @@ use crate::error::Result;
 use crate::qkernel::{Kernel, QFormat, QMatrix};
 
 /// `q` repacked for the own kernels when they beat candle on this CPU: Q4_1 always (candle's
-/// Q4_1 dot product is scalar everywhere), Q8_0 / Q4_0 / Q5_0 only with a SIMD kernel (candle
-/// has AVX2 and NEON paths for those that the portable kernel would not beat).
+/// Q4_1 dot product is scalar everywhere), the others (Q8_0, Q4_0 / Q5_0, the K-quants) only
+/// with a SIMD kernel (candle has AVX2 and NEON paths for those that the portable kernel
+/// would not beat).
 pub(crate) fn packed(q: &QTensor) -> Result<Option<QMatrix>> {
     let own = match QFormat::from_ggml(q.dtype()) {
         Some(QFormat::Q4_1) => true,
-        Some(QFormat::Q8_0) => Kernel::best() != Kernel::Scalar,
+        Some(_) => Kernel::best() != Kernel::Scalar,
         // Q4_0 / Q5_0 widen to Q8_0 without loss (see `QMatrix::takes`).
         None => QMatrix::takes(q.dtype()) && Kernel::best() != Kernel::Scalar,
     };

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use candle_core::quantized::gguf_file::{self, Value};
 use candle_core::quantized::{ggml_file::qtensor_from_ggml, GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
+use plansmith_llama::qkernel::QMatrix;
 use plansmith_llama::{GgufArch, GgufFile, LlamaError, LlamaModel};
 use serde_json::Value as Json;
 
@@ -206,6 +207,7 @@ fn dequantization_equals_gguf_py_bit_for_bit_on_every_type() {
     let g = golden();
     let types = g["quants"].as_object().unwrap();
     assert!(types.len() >= 12, "{:?}", types.keys());
+    let mut checked_packed = Vec::new();
     for (name, case) in types {
         let dtype = match name.as_str() {
             "F16" => GgmlDType::F16,
@@ -256,6 +258,24 @@ fn dequantization_equals_gguf_py_bit_for_bit_on_every_type() {
             0,
             "{name}: {differ} of {} values differ",
             ours.len()
+        );
+        // The runtime's own repacking (the kernels' formats, and embedding rows of a model
+        // whose table is one of them) must dequantize to the same bits.
+        if let Some(m) = QMatrix::from_qtensor(&q).unwrap() {
+            let packed = m.dequantize();
+            let differ = packed
+                .iter()
+                .zip(&refr)
+                .filter(|(a, b)| a.to_bits() != **b)
+                .count();
+            assert_eq!(differ, 0, "{name} repacked as {:?}", m.format());
+            checked_packed.push(name.clone());
+        }
+    }
+    for name in ["Q4_0", "Q4_1", "Q5_0", "Q8_0", "Q4_K", "Q5_K", "Q6_K"] {
+        assert!(
+            checked_packed.iter().any(|n| n == name),
+            "{name} not repacked"
         );
     }
 }
