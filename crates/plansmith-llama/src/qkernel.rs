@@ -1,16 +1,27 @@
-//! CPU matmul kernels for GGUF Q4_1 and Q8_0 weights against f32 activations.
+//! CPU matmul kernels for GGUF Q4_1, Q8_0, Q4_K, Q5_K and Q6_K weights against f32
+//! activations.
 //!
 //! candle 0.11 runs Q4_1 x Q8_1 dot products in a scalar loop (its SIMD paths cover Q4_0, Q8_0
 //! and the k-quants only), and SmolLM2's GGUF stores every projection in Q4_1, so that loop was
-//! most of a decode step. These kernels compute what llama.cpp computes: each activation row is
-//! quantized per block of 32 (`d = amax / 127`, `q = round(x / d)`, `s = d * sum(q)`, with `d`
-//! and `s` rounded to f16 like ggml's block structs) and each output is
+//! most of a decode step. These kernels compute what llama.cpp computes for Q4_1 / Q8_0: each
+//! activation row is quantized per block of 32 (`d = amax / 127`, `q = round(x / d)`,
+//! `s = d * sum(q)`, with `d` and `s` rounded to f16 like ggml's block structs) and each output
+//! is
 //! - Q4_1: `sum_b d_w * d_x * sum(q_w * q_x) + m_w * s_x` (activations as Q8_1),
 //! - Q8_0: `sum_b d_w * d_x * sum(q_w * q_x)` (activations as Q8_0, the same `d` and `q`).
 //!
+//! The K-quants (super-blocks of 256 with 6- or 8-bit sub-block scales, [`crate::kquant`]) use
+//! the same 32-value activation blocks: a Q4_K / Q5_K block of 32 is Q4_1's sum with
+//! `d_w = d * sc` and `m_w = -dmin * min` (exact f32 products), and Q6_K weights its two
+//! 16-value halves by their i8 scales in integer arithmetic (`q - 32` through
+//! `sum(q * x) - 32 * sum(x)`) before one `d * d_x`. ggml quantizes activations per 256 for
+//! these (Q8_K); per 32 is finer, so the results differ from llama.cpp's by less than either
+//! differs from the f32 product.
+//!
 //! Decode streams every weight from memory once per token, so bytes per weight decide its speed.
-//! The packed layout keeps GGUF's byte count (scales stay f16) but reorders it: rows are
-//! interleaved in groups of [`GROUP`] so that one 256-bit vector holds four consecutive weights
+//! The packed layout keeps GGUF's byte count (scales stay f16; a Q4_K matrix grows by 6%, a
+//! Q6_K one by 1%, for byte-sized sub-block scales and f32 super-block scales) but reorders it:
+//! rows are interleaved in groups of [`GROUP`] so that one 256-bit vector holds four consecutive weights
 //! of eight different rows. One integer multiply-add step then advances eight row sums at once,
 //! a block needs no horizontal reduction, the eight rows' scales load as one vector, and a row
 //! group's blocks form one sequential stream (quants followed by scales, block after block).

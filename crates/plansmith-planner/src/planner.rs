@@ -953,6 +953,7 @@ impl Planner {
         let text = self.lm.detokenize(&out);
         let text = match self.settings.syntax {
             Syntax::Dsl => text,
+            Syntax::ToolCall => lenient_tool_calls(&text),
             _ => lenient_json(&text).to_string(),
         };
         let mut d = self.check(catalog, &hash, &request_text, &text)?;
@@ -1260,6 +1261,26 @@ fn lenient_json(text: &str) -> &str {
     t
 }
 
+/// The `<tool_call>` blocks of a free-form reply, as a lenient client would take them: text
+/// between and around them is dropped, and a last block the token budget cut off before its
+/// `</tool_call>` is dropped too. A reply with no tag stays as it is (a plan with no call).
+fn lenient_tool_calls(text: &str) -> String {
+    const OPEN: &str = "<tool_call>";
+    const CLOSE: &str = "</tool_call>";
+    if !text.contains(OPEN) {
+        return text.to_string();
+    }
+    let mut blocks = Vec::new();
+    let mut rest = text;
+    while let Some(a) = rest.find(OPEN) {
+        let body = &rest[a + OPEN.len()..];
+        let Some(b) = body.find(CLOSE) else { break };
+        blocks.push(format!("{OPEN}\n{}\n{CLOSE}", body[..b].trim()));
+        rest = &body[b + CLOSE.len()..];
+    }
+    blocks.join("\n")
+}
+
 /// Closing characters in the order a budget-steered reply should prefer them: end the open
 /// string first (inside a string `]` and `}` are just text), then objects, arrays, DSL calls,
 /// and the DSL's line.
@@ -1349,5 +1370,17 @@ mod tests {
         assert_eq!(closing_token(&closers, &logits, |id| id != 1), Some(3));
         assert_eq!(closing_token(&closers, &logits, |id| id == 2), Some(2));
         assert_eq!(closing_token(&closers, &logits, |_| false), None);
+    }
+
+    #[test]
+    fn free_tool_call_replies_keep_only_their_closed_blocks() {
+        let reply = "Sure! <tool_call>\n{\"name\": \"a\", \"arguments\": {}}</tool_call> and\n\
+                     <tool_call>{\"name\": \"b\", \"arguments\": {\"x\": 1}}\n</tool_call>\n\
+                     <tool_call>\n{\"name\": \"c\", \"argu";
+        let kept = lenient_tool_calls(reply);
+        let plan = Syntax::ToolCall.parse(&kept).unwrap();
+        let names: Vec<_> = plan.calls.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(lenient_tool_calls("no call here"), "no call here");
     }
 }

@@ -53,7 +53,8 @@ pub struct ServeArgs {
     /// Largest request body in bytes; larger ones are answered 413.
     #[arg(long, default_value_t = 1 << 20)]
     pub max_body: usize,
-    /// Model id for /v1/models and responses (default: the planner directory's name).
+    /// Model id for /v1/models and responses (default: `plansmith-` and the planner directory's
+    /// name, or the --gguf file's name without `.gguf`).
     #[arg(long)]
     pub model_id: Option<String>,
     /// Do not serve the playground page (by default at http://ADDR/ui).
@@ -85,12 +86,14 @@ impl ServeArgs {
             tools = Some(Arc::new(union.catalog));
             live_tools = Some(LiveSource(Arc::new(FleetCatalog(fleet))));
         }
+        // Named after what answers: the planner directory, else the GGUF file (without its
+        // extension), else the embedded planner.
         let model_id = self.model_id.clone().unwrap_or_else(|| {
-            self.planner
-                .model
-                .planner
+            let m = &self.planner.model;
+            m.planner
                 .as_ref()
                 .and_then(|d| d.file_name())
+                .or_else(|| m.gguf.as_ref().and_then(|f| f.file_stem()))
                 .map(|n| format!("plansmith-{}", n.to_string_lossy()))
                 .unwrap_or_else(|| "plansmith-default".into())
         });
