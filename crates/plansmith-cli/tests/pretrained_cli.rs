@@ -349,3 +349,51 @@ fn reply_format_tool_call_needs_a_template_that_teaches_it() {
     let line: serde_json::Value = serde_json::from_str(text(&o.stdout).trim()).unwrap();
     assert!(line["text"].as_str().unwrap().starts_with('['), "{line}");
 }
+
+#[test]
+fn copy_free_strings_makes_every_free_value_a_span_of_the_request() {
+    let requests = [
+        "open the file quarterly report",
+        "search the web for cheap flights to Lisbon",
+    ];
+    let mut args = vec![
+        "plan",
+        "--gguf",
+        "assets/smollm2.gguf",
+        "--tools",
+        "examples/pace/tools.json",
+        "--tool-choice",
+        "required",
+        "--copy",
+        "free-strings",
+        "--json",
+    ];
+    args.extend(requests);
+    let o = plansmith(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let catalog = plansmith_core::Catalog::from_file(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/pace/tools.json"
+    ))
+    .unwrap();
+    let validator = plansmith_core::validate::PlanValidator::new(&catalog).unwrap();
+    let out = text(&o.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), requests.len(), "{out}");
+    for (line, request) in lines.iter().zip(requests) {
+        let l: serde_json::Value = serde_json::from_str(line).unwrap();
+        let calls: Vec<plansmith_core::Call> = serde_json::from_value(l["calls"].clone()).unwrap();
+        assert!(!calls.is_empty(), "{l}");
+        let plan = plansmith_core::Plan {
+            calls,
+            spoken_text: None,
+        };
+        let policy = plansmith_core::Policy::copy_free_strings();
+        let problems = validator.validate(&plan, &policy, Some(request));
+        assert!(problems.is_empty(), "{problems:?} in {l}");
+    }
+    // The policy is a pretrained model's option: without --gguf it is a usage error.
+    let o = plansmith(&["plan", "--copy", "free-strings", "open safari"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("--gguf"), "{}", text(&o.stderr));
+}

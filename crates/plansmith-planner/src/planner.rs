@@ -1263,19 +1263,34 @@ fn lenient_json(text: &str) -> &str {
 
 /// The `<tool_call>` blocks of a free-form reply, as a lenient client would take them: text
 /// between and around them is dropped, and a last block the token budget cut off before its
-/// `</tool_call>` is dropped too. A reply with no tag stays as it is (a plan with no call).
+/// `</tool_call>` is dropped too. A reply with no tag but a JSON call object (or an array of
+/// them) in it, as small models write in a Markdown block, gets its calls wrapped in tags; any
+/// other reply stays as it is (a plan with no call).
 fn lenient_tool_calls(text: &str) -> String {
     const OPEN: &str = "<tool_call>";
     const CLOSE: &str = "</tool_call>";
+    let block = |inner: &str| format!("{OPEN}\n{}\n{CLOSE}", inner.trim());
     if !text.contains(OPEN) {
-        return text.to_string();
+        let calls = match serde_json::from_str::<serde_json::Value>(lenient_json(text)) {
+            Ok(serde_json::Value::Array(items)) => items,
+            Ok(one @ serde_json::Value::Object(_)) => vec![one],
+            _ => return text.to_string(),
+        };
+        if calls.is_empty() || !calls.iter().all(|c| c.get("name").is_some()) {
+            return text.to_string();
+        }
+        return calls
+            .iter()
+            .map(|c| block(&c.to_string()))
+            .collect::<Vec<_>>()
+            .join("\n");
     }
     let mut blocks = Vec::new();
     let mut rest = text;
     while let Some(a) = rest.find(OPEN) {
         let body = &rest[a + OPEN.len()..];
         let Some(b) = body.find(CLOSE) else { break };
-        blocks.push(format!("{OPEN}\n{}\n{CLOSE}", body[..b].trim()));
+        blocks.push(block(&body[..b]));
         rest = &body[b + CLOSE.len()..];
     }
     blocks.join("\n")
@@ -1382,5 +1397,13 @@ mod tests {
         let names: Vec<_> = plan.calls.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["a", "b"]);
         assert_eq!(lenient_tool_calls("no call here"), "no call here");
+        // A call written as a JSON object in a Markdown block, as Qwen2.5-Coder-0.5B does.
+        let fenced = "```json\n{\n  \"name\": \"f\",\n  \"arguments\": {\"x\": 2}\n}\n```";
+        let plan = Syntax::ToolCall.parse(&lenient_tool_calls(fenced)).unwrap();
+        assert_eq!(plan.calls.len(), 1);
+        assert_eq!(plan.calls[0].name, "f");
+        assert_eq!(plan.calls[0].arguments["x"], 2);
+        // JSON that is not a call stays text.
+        assert_eq!(lenient_tool_calls("{\"a\": 1}"), "{\"a\": 1}");
     }
 }

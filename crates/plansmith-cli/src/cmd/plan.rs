@@ -29,6 +29,17 @@ pub enum ReplyFormat {
     ToolCall,
 }
 
+/// Which argument values a pretrained model must copy from the request (`--copy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CopyValues {
+    /// None: the model writes any value the schema allows.
+    None,
+    /// Every free value (a string with no enum, const, pattern or format; a number with no
+    /// enum or const) is a span of the request's words, so nothing is invented.
+    #[value(name = "free-strings")]
+    FreeStrings,
+}
+
 /// Which model plans.
 #[derive(Args, Clone)]
 pub struct ModelArgs {
@@ -52,6 +63,12 @@ pub struct ModelArgs {
     /// Decoded under the catalog's grammar either way.
     #[arg(long, requires = "gguf", value_enum, default_value_t = ReplyFormat::Auto, value_name = "FORMAT")]
     pub reply_format: ReplyFormat,
+    /// Which argument values a --gguf model must copy from the request: `none` (the default;
+    /// chat models paraphrase values) or `free-strings` (every string without enum / pattern /
+    /// format, and every number without enum, is a span of the request's words: the grammar
+    /// allows nothing else, so an optional value the request does not state is left out).
+    #[arg(long, requires = "gguf", value_enum, default_value_t = CopyValues::None, value_name = "WHICH")]
+    pub copy: CopyValues,
     /// Rank the first call's tool name by how much the request raises it over an empty
     /// request: log p(name | request) - W * log p(name | no request). Helps tools the planner
     /// never saw against ones it saw often; 0 (the default) is the model's own ranking.
@@ -150,6 +167,9 @@ pub fn load_model(args: &ModelArgs) -> anyhow::Result<Planner> {
                 .as_ref()
                 .clone();
             let mut settings = plansmith_planner::PlannerSettings::chat();
+            if args.copy == CopyValues::FreeStrings {
+                settings.policy = plansmith_core::Policy::copy_free_strings();
+            }
             let syntax = match args.reply_format {
                 // An adapter from `train --base` learnt the JSON array, whatever the template.
                 ReplyFormat::Auto if args.lora.is_some() => Some(plansmith_core::Syntax::JsonArray),
