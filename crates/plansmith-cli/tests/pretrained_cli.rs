@@ -397,3 +397,65 @@ fn copy_free_strings_makes_every_free_value_a_span_of_the_request() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
     assert!(text(&o.stderr).contains("--gguf"), "{}", text(&o.stderr));
 }
+
+/// A BFCL item whose schema the grammar cannot constrain (parallel_29: a `dict` with required
+/// keys and no `properties`) is scored as no answer with the reason; the run goes on.
+#[test]
+fn eval_bfcl_scores_an_unconstrainable_schema_as_no_answer() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../assets/bfcl");
+    let line = |file: &str, id: &str| -> serde_json::Value {
+        let all = std::fs::read_to_string(format!("{root}/{file}")).unwrap();
+        let found = all.lines().find(|l| l.contains(&format!("\"{id}\"")));
+        serde_json::from_str(found.unwrap_or_else(|| panic!("{id} in {file}"))).unwrap()
+    };
+    let dir = std::env::temp_dir().join(format!("plansmith-bfcl-refused-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("possible_answer")).unwrap();
+    let mut items = Vec::new();
+    let mut answers = Vec::new();
+    for (i, (cat, id)) in [
+        ("simple_python", "simple_python_0"),
+        ("parallel", "parallel_29"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let new_id = format!("simple_python_{i}");
+        let mut item = line(&format!("BFCL_v4_{cat}.json"), id);
+        item["id"] = new_id.clone().into();
+        let mut answer = line(&format!("possible_answer/BFCL_v4_{cat}.json"), id);
+        answer["id"] = new_id.into();
+        items.push(item.to_string());
+        answers.push(answer.to_string());
+    }
+    std::fs::write(dir.join("BFCL_v4_simple_python.json"), items.join("\n")).unwrap();
+    std::fs::write(
+        dir.join("possible_answer/BFCL_v4_simple_python.json"),
+        answers.join("\n"),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let o = plansmith(&[
+        "eval",
+        "bfcl",
+        "--gguf",
+        "assets/smollm2.gguf",
+        "--data-dir",
+        dir.to_str().unwrap(),
+        "--categories",
+        "simple_python",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let records = std::fs::read_to_string(out.join("items.jsonl")).unwrap();
+    let records: Vec<serde_json::Value> = records
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 2);
+    assert_eq!(records[0]["valid"], true, "{}", records[0]);
+    assert_eq!(records[1]["valid"], false);
+    let reason = records[1]["output"].as_str().unwrap();
+    assert!(reason.contains("`adults` has no schema"), "{reason}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -12,7 +12,7 @@ use plansmith_eval::{
     PUBLISHED_ANCHORS,
 };
 use plansmith_planner::teacher::OpenAiTeacher;
-use plansmith_planner::{PlanRequest, Planner};
+use plansmith_planner::{GrammarError, PlanRequest, Planner, PlannerError};
 use serde_json::{json, Map, Value};
 
 use crate::Outcome;
@@ -88,13 +88,23 @@ impl Subject for PlannerSubject {
             let mut greedy = plansmith_lm::Sampler::new(0.0, 0);
             self.planner
                 .decode_free(request, Some(&catalog), &mut greedy)
-                .map_err(SubjectError::model)?
         } else {
             let req = PlanRequest {
                 catalog: Some(catalog),
                 ..PlanRequest::new(request)
             };
-            self.planner.decode(&req).map_err(SubjectError::model)?
+            self.planner.decode(&req)
+        };
+        let decoded = match decoded {
+            Ok(d) => d,
+            // A schema the grammar cannot constrain (e.g. a required key with no schema) is a
+            // catalog this planner refuses, as a server would with a 400: no answer for this
+            // item, not the end of the run.
+            Err(e @ PlannerError::Grammar(GrammarError::Unsupported { .. })) => {
+                let gate = (!self.free).then_some(false);
+                return Ok(no_answer(e.to_string(), start, gate));
+            }
+            Err(e) => return Err(SubjectError::model(e)),
         };
         let calls = match (&decoded.plan, &decoded.dead) {
             (Some(plan), None) => Some(bfcl_calls(plan)),
@@ -134,10 +144,14 @@ impl Subject for CascadeSubject {
             catalog: Some(catalog),
             ..PlanRequest::new(request)
         };
-        let o = self
-            .planner
-            .plan_request(&req)
-            .map_err(SubjectError::model)?;
+        let o = match self.planner.plan_request(&req) {
+            Ok(o) => o,
+            // As for a single planner: a catalog the grammar refuses is no answer.
+            Err(e @ PlannerError::Grammar(GrammarError::Unsupported { .. })) => {
+                return Ok(no_answer(e.to_string(), start, Some(false)))
+            }
+            Err(e) => return Err(SubjectError::model(e)),
+        };
         let answered = o.source != plansmith_planner::Source::None;
         let plan = Plan {
             calls: o.calls,
