@@ -705,3 +705,47 @@ fn forced_tokens_always_commit_even_when_the_vocabulary_cannot_spell_them() {
         con.output_text()
     );
 }
+
+/// JSON Schema accepts any value where a schema states no type (`{}`, a description only) and
+/// for a required key `properties` does not list (BFCL's `parallel_29` has such a `dict`): the
+/// JSON syntaxes allow any compact JSON value there, nested arrays and objects included.
+#[test]
+fn typeless_values_and_unlisted_required_keys_take_any_json_value() {
+    let env = char_env();
+    let engine = Engine::new(env.clone()).unwrap();
+    let cat = Catalog::from_json_str(
+        r#"[{"name":"f","parameters":{"type":"object","properties":{
+              "population":{"type":"object","description":"adults, children","required":["adults","children"]},
+              "extra":{"description":"anything"},
+              "blob":{}},
+            "required":["population","extra"]}}]"#,
+    )
+    .unwrap();
+    let opts = Options {
+        syntax: Syntax::JsonArray,
+        policy: Policy::default(),
+        tool_choice: ToolChoice::Auto,
+        max_calls: 1,
+    };
+    let good = [
+        r#"[{"name":"f","arguments":{"population":{"adults":2,"children":[1,{"a":null}]},"extra":"x"}}]"#,
+        r#"[{"name":"f","arguments":{"population":{"adults":-1.5,"children":true},"extra":{},"blob":[]}}]"#,
+    ];
+    for text in good {
+        let mut c = engine.constraint(&cat, &opts, &Request::new("x")).unwrap();
+        assert_eq!(walk(&mut c, &env, text), None, "{text}");
+        assert!(c.is_accepting(), "{text}");
+    }
+    // The listed required keys stay required, and the values stay JSON.
+    for bad in [
+        r#"[{"name":"f","arguments":{"population":{"children":1},"extra":1}}]"#,
+        r#"[{"name":"f","arguments":{"population":{"adults":2,"children":x"#,
+    ] {
+        let mut c = engine.constraint(&cat, &opts, &Request::new("x")).unwrap();
+        assert!(walk(&mut c, &env, bad).is_some(), "{bad}");
+    }
+    // The DSL surface keeps its rule: an untyped value is a plain string there.
+    assert!(engine
+        .constraint(&cat, &dsl(Policy::default()), &Request::new("x"))
+        .is_ok());
+}

@@ -24,6 +24,8 @@ pub(super) struct Gen<'a> {
     pub(super) impossible: Vec<CopyHole>,
     /// The request, when generating for one request (entity branches decided now).
     pub(super) request: Option<(&'a Request, CopyUnit)>,
+    /// Whether the recursive `any_json` rule has been written (see [`Gen::any_json`]).
+    pub(super) any_json_written: bool,
 }
 
 /// Internal: a typed refusal, or "no value exists for this request" (a copy span with no
@@ -85,7 +87,30 @@ impl<'a> Gen<'a> {
             dsl_keys: HashMap::new(),
             impossible: Vec::new(),
             request: None,
+            any_json_written: false,
         }
+    }
+
+    /// Any JSON value, for a JSON-surface schema that states no type (`{}`, `true`, a
+    /// description only) or a required key with no schema in `properties`: JSON Schema
+    /// accepts any value there, so the grammar does too. One recursive rule per grammar
+    /// (compact JSON like the rest of the surface); its strings are not length-bounded, the
+    /// reply's token budget is.
+    pub(super) fn any_json(&mut self) -> String {
+        const NAME: &str = "any_json";
+        if !self.any_json_written {
+            self.any_json_written = true;
+            let s = self.token(format!("/\"{JSON_CHAR}*\"/"));
+            let number = rx::number_range(None, None).unwrap_or_else(|| "-?[0-9]+".into());
+            let n = self.token(format!("/{number}/"));
+            let _ = writeln!(
+                self.rules,
+                "{NAME}: {s} | {n} | \"true\" | \"false\" | \"null\" \
+                 | \"[\" [{NAME} (COMMA {NAME})*] \"]\" \
+                 | \"{{\" [{s} COLON {NAME} (COMMA {s} COLON {NAME})*] \"}}\""
+            );
+        }
+        NAME.to_string()
     }
 
     pub(super) fn rule(&mut self, prefix: &str, expr: &str) -> String {
@@ -242,10 +267,10 @@ impl<'a> Gen<'a> {
             return self.any_of(tool, path, schema, any);
         }
         if schema.as_bool() == Some(true) || schema.as_object().is_some_and(|m| m.is_empty()) {
-            return match self.surface {
-                Surface::Dsl => Ok(self.token(format!("/{DSL_SAFE}+/"))),
-                Surface::Json => Err(unsupported(tool, path, "schema without a type (any value)")),
-            };
+            return Ok(match self.surface {
+                Surface::Dsl => self.token(format!("/{DSL_SAFE}+/")),
+                Surface::Json => self.any_json(),
+            });
         }
         let ts = types(schema);
         let copy = self.policy.requires_copy(tool, path, schema)
@@ -291,7 +316,7 @@ impl<'a> Gen<'a> {
             return match self.surface {
                 // untyped DSL values stay strings and validate against a typeless schema
                 Surface::Dsl => Ok(self.token(format!("/{DSL_SAFE}+/"))),
-                Surface::Json => Err(unsupported(tool, path, "schema without a `type`")),
+                Surface::Json => Ok(self.any_json()),
             };
         }
         if self.surface == Surface::Dsl && ts.contains(&"string") {
@@ -795,26 +820,25 @@ impl<'a> Gen<'a> {
         schema: &Value,
         ov: Option<(&str, String)>,
     ) -> R<(Option<String>, bool)> {
-        let empty = serde_json::Map::new();
-        let props = match schema.get("properties") {
-            Some(Value::Object(p)) => p,
+        let mut props = match schema.get("properties") {
+            Some(Value::Object(p)) => p.clone(),
             Some(_) => return Err(unsupported(tool, path, "`properties` must be an object")),
-            None => &empty,
+            None => serde_json::Map::new(),
         };
         let required: Vec<&str> = schema
             .get("required")
             .and_then(Value::as_array)
             .map(|r| r.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
-        if let Some(missing) = required.iter().find(|r| !props.contains_key(**r)) {
-            return Err(unsupported(
-                tool,
-                path,
-                format!("required key `{missing}` has no schema in `properties`"),
-            ));
+        // A required key with no schema in `properties` may hold any value (JSON Schema's
+        // reading; BFCL has such `dict`s): it gets the empty schema, after the listed keys.
+        for missing in &required {
+            if !props.contains_key(*missing) {
+                props.insert(missing.to_string(), Value::Object(serde_json::Map::new()));
+            }
         }
         let mut segs = Vec::new();
-        for (k, sub) in props {
+        for (k, sub) in &props {
             let req = required.contains(&k.as_str());
             let child_path = join_path(path, k);
             let seg = match self.surface {
