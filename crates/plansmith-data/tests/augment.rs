@@ -117,6 +117,11 @@ fn removing_the_needed_tool_retargets_to_clarify_or_no_call() {
     assert!(err.to_string().contains("trace 1: no `tools`"), "{err}");
     let (out, _) = augment_traces(&pace, Some(&pace_catalog()), &cfg).unwrap();
     for (before, after) in pace.iter().zip(&out) {
+        if before.calls.is_empty() {
+            // An out-of-scope request needs no tool: there is none to remove.
+            assert!(after.calls.is_empty(), "{after:?}");
+            continue;
+        }
         let catalog = Catalog::from_value(after.tools.as_ref().unwrap()).unwrap();
         assert!(catalog.get(&before.calls[0].name).is_none());
         if before.calls[0].name == "clarify" {

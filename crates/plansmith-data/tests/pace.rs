@@ -103,7 +103,8 @@ fn every_trace_validates_with_copy_fidelity_after_a_dsl_round_trip() {
     for t in all(default_data()) {
         assert!(t.tools.is_none());
         let plan = t.plan();
-        assert_eq!(plan.calls.len(), 1, "{t:?}");
+        // One call, or none for a request no Pace tool serves.
+        assert!(plan.calls.len() <= 1, "{t:?}");
         let text = Syntax::Dsl.render(&plan);
         let parsed = Syntax::Dsl
             .parse(&text)
@@ -252,15 +253,57 @@ fn requests_are_diverse() {
     }
     // Numbers as digits and as words.
     let set_words = all(d)
-        .filter(|t| t.calls[0].name == "set")
+        .filter(|t| t.calls.first().is_some_and(|c| c.name == "set"))
         .filter(|t| {
-            t.calls[0].arguments["value"]
-                .as_str()
-                .is_some_and(|v| v.to_lowercase() == "fifty")
+            t.calls[0].arguments["value"].as_str().is_some_and(|v| {
+                let v = v.to_lowercase();
+                [
+                    "ten", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty",
+                ]
+                .iter()
+                .any(|w| v.starts_with(w))
+            })
         })
         .count();
     assert!(set_words > 0);
     for s in d.stats.prefixes_per_verb.values() {
         assert!(*s >= 100, "{:?}", d.stats.prefixes_per_verb);
     }
+}
+
+#[test]
+fn requests_no_pace_tool_serves_call_nothing_and_look_like_the_rest() {
+    let d = default_data();
+    let traces: Vec<&Trace> = all(d).collect();
+    let none: Vec<&&Trace> = traces.iter().filter(|t| t.calls.is_empty()).collect();
+    let share = none.len() as f64 / traces.len() as f64;
+    assert!((0.02..0.10).contains(&share), "{share}");
+    assert_eq!(d.stats.per_intent["none"], none.len());
+    // Wrapped like any request (politeness, fillers, casing), so the wrapper says nothing.
+    assert!(none
+        .iter()
+        .any(|t| t.request.to_lowercase().starts_with("could you")));
+    assert!(none
+        .iter()
+        .any(|t| t.request.chars().all(|c| !c.is_lowercase())));
+}
+
+#[test]
+fn people_say_more_than_the_template() {
+    let d = default_data();
+    let lower: Vec<String> = all(d).map(|t| t.request.to_lowercase()).collect();
+    let count = |needle: &str| lower.iter().filter(|r| r.contains(needle)).count();
+    // Hesitations inside the instruction, context before it, texting shorthand.
+    assert!(count(" uh ") + count(" um ") > 20);
+    assert!(count("before i forget, ") + count("while you're at it, ") > 5);
+    assert!(count("pls") + count("plz") + count("thx") > 20);
+    // Documents named by a title without an extension, copied without the kind word.
+    let titled = all(d)
+        .flat_map(|t| &t.calls)
+        .filter_map(|c| c.arguments.get("target"))
+        .filter(|t| t["type"] == "file")
+        .filter_map(|t| t["label"].as_str())
+        .filter(|l| !l.contains('.') && l.contains(' '))
+        .count();
+    assert!(titled > 20, "{titled}");
 }

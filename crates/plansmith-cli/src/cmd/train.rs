@@ -3,7 +3,7 @@ use std::path::PathBuf;
 use clap::Args;
 use plansmith_core::{Policy, Syntax};
 use plansmith_lm::{DropoutEncoder, PosEncoding, Progress, TinyGptConfig, TrainConfig};
-use plansmith_planner::train::{CodecChoice, Splits, TrainSpec};
+use plansmith_planner::train::{auto_epochs, CodecChoice, Splits, TrainSpec};
 use plansmith_planner::train_files::{train_from_files, TraceFiles};
 use plansmith_planner::{ConfidenceMode, PlannerSettings};
 
@@ -28,41 +28,52 @@ pub struct TrainArgs {
     /// Test traces for the report (default: 10% split off --data).
     #[arg(long)]
     test: Option<PathBuf>,
-    /// Put the catalog in the prompt, so the planner reads tools at run time: a line per tool,
-    /// its signature and the first sentence of its description.
-    #[arg(long)]
+    /// Put the catalog in the prompt with a line per tool, its signature and the first
+    /// sentence of its description. Without this flag (and without --no-tools-in-prompt) the
+    /// prompt carries the signatures only, on one line (`tools: open(target) ...`): the
+    /// embedded planner's setting, short prompts, and a planner that reads its tools at run
+    /// time.
+    #[arg(long, conflicts_with = "no_tools_in_prompt")]
     tools_in_prompt: bool,
-    /// With --tools-in-prompt: signatures only, on one line (`tools: open(target) ...`),
-    /// without descriptions (shorter prompts; cannot match a request to a tool by its words).
+    /// With --tools-in-prompt: signatures only, on one line (the default without
+    /// --tools-in-prompt; shorter prompts; cannot match a request to a tool by its words).
     #[arg(long, requires = "tools_in_prompt")]
     no_descriptions: bool,
-    /// With --tools-in-prompt --no-descriptions: the planner calls a tool by its place in the
-    /// prompt's catalog (`tools: t0=open(target) t1=set(target, value)`, reply `t1(...)`), in a
-    /// catalog shuffled per training example, instead of spelling its name. Plans still leave
-    /// with real names. For tools whose names the training data never spelt.
-    #[arg(long, requires = "no_descriptions")]
+    /// No catalog in the prompt: the planner learns one catalog by heart (mixle's planners;
+    /// the shortest prompts, but a renamed or added tool is never read).
+    #[arg(long)]
+    no_tools_in_prompt: bool,
+    /// The planner calls a tool by its place in the prompt's catalog (`tools: t0=open(target)
+    /// t1=set(target, value)`, reply `t1(...)`), in a catalog shuffled per training example,
+    /// instead of spelling its name. Plans still leave with real names. For tools whose names
+    /// the training data never spelt. Needs the signatures-only prompt.
+    #[arg(long, conflicts_with = "no_tools_in_prompt")]
     tool_pointers: bool,
     /// Output syntax the model learns: dsl or envelope.
     #[arg(long, default_value = "dsl")]
     syntax: Syntax,
-    #[arg(long, default_value_t = 12)]
-    epochs: usize,
+    /// Passes over the training data. Default: enough to show the model ~300,000 examples
+    /// (1 to 30 passes; 30 below 10,000 traces).
+    #[arg(long)]
+    epochs: Option<usize>,
     #[arg(long, default_value_t = 96)]
     d_model: usize,
     #[arg(long, default_value_t = 3)]
     layers: usize,
     #[arg(long, default_value_t = 4)]
     heads: usize,
-    /// Context length in tokens (prompt + completion).
-    #[arg(long, default_value_t = 192)]
-    block: usize,
+    /// Context length in tokens (prompt + completion). Default: the longest training example
+    /// plus a quarter, in multiples of 64, at least 192.
+    #[arg(long)]
+    block: Option<usize>,
     /// Vocabulary of a new tiny planner: `piece` (sub-words learned from the training data;
     /// ~2.4x fewer tokens than characters on Pace, so training and decoding are faster) or
     /// `char` (one token per character, mixle's codec).
     #[arg(long, default_value = "piece")]
     codec: String,
-    /// Most ids a `piece` vocabulary may have.
-    #[arg(long, default_value_t = 1024)]
+    /// Most ids a `piece` vocabulary may have (512, the embedded planner's: a new tool's name
+    /// is then spelt in pieces the planner has copied before).
+    #[arg(long, default_value_t = 512)]
     vocab: usize,
     /// Piece codec: while encoding training examples, skip each sub-word merge with this
     /// probability (BPE-dropout), so names are also seen cut into smaller pieces; helps a
@@ -82,9 +93,10 @@ pub struct TrainArgs {
     seed: u64,
     #[command(flatten)]
     floor: super::calibrate::FloorArgs,
-    /// Confidence is the mean log-prob of the tokens the model chose (chosen), of every reply
-    /// token (all), or the lowest one (weakest: one doubtful token is not averaged away).
-    #[arg(long, default_value = "chosen")]
+    /// Confidence is the summed log-prob of every reply token (all, the embedded planner's),
+    /// the mean over the tokens the model chose (chosen), or the lowest one (weakest: one
+    /// doubtful token is not averaged away).
+    #[arg(long, default_value = "all")]
     confidence: String,
     /// Continue training from this planner's weights and codec (e.g. after harvesting).
     #[arg(long, conflicts_with = "base")]
@@ -178,7 +190,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
                 .expect("clap requires --calibration"),
             check: &args.check,
             floor: args.floor.rule()?,
-            epochs: args.epochs,
+            epochs: args.epochs.unwrap_or(0),
             lr: args.lr,
             batch_size: args.batch_size,
             seed: args.seed,
@@ -219,6 +231,9 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
             args.piece_dropout
         );
     }
+    if args.tool_pointers && args.tools_in_prompt && !args.no_descriptions {
+        anyhow::bail!("--tool-pointers needs the signatures-only prompt: drop --tools-in-prompt or add --no-descriptions");
+    }
     if args.piece_dropout > 0.0 && args.codec != "piece" {
         anyhow::bail!("--piece-dropout needs --codec piece");
     }
@@ -232,13 +247,13 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
             d_model: args.d_model,
             n_layer: args.layers,
             n_head: args.heads,
-            block: args.block,
+            block: args.block.unwrap_or(0),
             pos,
             ..TinyGptConfig::default()
         },
         codec,
         train: TrainConfig {
-            epochs: args.epochs,
+            epochs: args.epochs.unwrap_or(0),
             batch_size: args.batch_size,
             lr: args.lr.unwrap_or(3e-3),
             seed: args.seed,
@@ -247,7 +262,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
         settings: PlannerSettings {
             syntax: args.syntax,
             policy,
-            tools_in_prompt: args.tools_in_prompt,
+            tools_in_prompt: !args.no_tools_in_prompt,
             tool_descriptions: args.tools_in_prompt && !args.no_descriptions,
             tool_pointers: args.tool_pointers,
             confidence,
@@ -269,9 +284,17 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
         },
         |pairs, held_out| {
             if let Some(b) = &bar {
+                let epochs = match args.epochs {
+                    Some(e) => format!("{e} epochs"),
+                    None => format!(
+                        "{} epochs (default for {pairs} traces: ~{} examples seen)",
+                        auto_epochs(pairs),
+                        auto_epochs(pairs) * pairs
+                    ),
+                };
                 b.suspend(|| {
                     eprintln!(
-                        "training on {pairs} traces (calibration {}, test {})",
+                        "training on {pairs} traces (calibration {}, test {}), {epochs}",
                         held_out.calibration.len(),
                         held_out.test.len()
                     )
@@ -297,6 +320,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
         println!("{report}");
     } else {
         println!("saved planner to {}", args.out().display());
+        println!("{}", settings_line(&trained.planner));
         println!(
             "trained {} steps in {:.0}s ({:.0} tokens/s), final loss {:.4}",
             trained.report.steps,
@@ -311,6 +335,34 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
         ]);
     }
     Ok(Outcome::Ok)
+}
+
+/// What a trained tiny planner is, defaults included, in one line.
+fn settings_line(planner: &plansmith_planner::Planner) -> String {
+    let t = &planner.meta.training;
+    let model = &t["model"];
+    let prompt = match (
+        planner.settings.tools_in_prompt,
+        planner.settings.tool_descriptions,
+    ) {
+        (false, _) => "none",
+        (true, false) => "signatures",
+        (true, true) => "signatures and descriptions",
+    };
+    format!(
+        "model: {} layers of {}, {} heads, block {}; vocabulary {}; {} epochs at lr {}; catalog in the prompt: {prompt}; confidence: {}",
+        model["n_layer"],
+        model["d_model"],
+        model["n_head"],
+        model["block"],
+        model["vocab"],
+        t["train"]["epochs"],
+        t["train"]["lr"],
+        serde_json::to_value(planner.settings.confidence)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default(),
+    )
 }
 
 fn train_lora(

@@ -170,7 +170,7 @@ pub fn generate_pace(cfg: &PaceConfig) -> Result<PaceData, DataError> {
         }
         let (_, verb, _, f) = gen::INTENTS[rng.weighted(&weights)];
         let draft = f(&mut rng);
-        let r = gen::realize(&draft, &mut rng);
+        let r = gen::realize_with(&draft, &mut rng, true);
         let key = r.request.to_lowercase();
         let plan_key = serde_json::to_string(&r.plan)
             .unwrap_or_default()

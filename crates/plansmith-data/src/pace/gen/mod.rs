@@ -160,6 +160,13 @@ fn entity(d: &mut Draft, rng: &mut Rng, ty: Ety, ctx: Ctx, name: &str, avoid: &[
                     "the {} icon",
                     "the {} option",
                     "the {} menu item",
+                    "the {} link",
+                    "the {} checkbox",
+                    "the {} toggle",
+                    "the {} dropdown",
+                    "the button that says {}",
+                    "the button labeled {}",
+                    "the {} thing",
                 ],
                 rng.pick(UI_LABELS).to_string(),
                 "ui",
@@ -208,6 +215,22 @@ fn entity(d: &mut Draft, rng: &mut Rng, ty: Ety, ctx: Ctx, name: &str, avoid: &[
                         &["the {} folder", "my {} folder"],
                         rng.pick(FOLDERS).to_string(),
                         "folder",
+                    )
+                } else if rng.chance(0.3) {
+                    // Documents as people name them: a title without an extension.
+                    (
+                        &[
+                            "the {} doc",
+                            "the {} document",
+                            "my {} document",
+                            "the {} spreadsheet",
+                            "the {} pdf",
+                            "the {} deck",
+                            "my {} file",
+                            "the {} file",
+                        ],
+                        format!("{} {}", rng.pick(DOC_QUALIFIERS), rng.pick(DOC_NOUNS)),
+                        "file",
                     )
                 } else {
                     (
@@ -266,7 +289,17 @@ fn entity(d: &mut Draft, rng: &mut Rng, ty: Ety, ctx: Ctx, name: &str, avoid: &[
         }
     };
     d.slot(name, kind, label);
-    rng.pick(phrases).replace("{}", &format!("{{{name}}}"))
+    let mut phrase = rng.pick(phrases).replace("{}", &format!("{{{name}}}"));
+    if ty == Ety::Ui {
+        // What it looks like and where it is: words around the label that are not part of it.
+        if phrase.starts_with("the {") && rng.chance(0.2) {
+            phrase = format!("the {} {}", rng.pick(UI_LOOKS), &phrase[4..]);
+        }
+        if ctx == Ctx::Act && rng.chance(0.08) {
+            phrase.push_str(rng.pick::<&str>(UI_PLACES));
+        }
+    }
+    phrase
 }
 
 fn entity_ref(ty: Ety, slot: &'static str) -> A {
@@ -308,6 +341,7 @@ pub(crate) const INTENTS: &[(&str, &str, f64, IntentFn)] = &[
     ("query_memory", "query_memory", 4.0, query_memory),
     ("wait", "wait", 4.0, wait),
     ("schedule", "schedule", 5.0, schedule),
+    ("none", "none", 6.0, out_of_scope),
 ];
 
 fn pointer(
@@ -339,13 +373,15 @@ const ALL_TYPES: &[(Ety, f64)] = &[
 ];
 
 mod apps;
+mod outside;
 mod pointer;
 mod queries;
 mod realize;
 mod speech;
 
 use apps::*;
+use outside::*;
 use pointer::*;
 use queries::*;
-pub(crate) use realize::realize;
+pub(crate) use realize::{realize, realize_with};
 use speech::*;

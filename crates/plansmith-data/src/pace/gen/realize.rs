@@ -17,6 +17,34 @@ pub(super) const FILLERS: &[&str] = &[
     "hmm, ",
     "oh and ",
     "quick one: ",
+    "umm ",
+    "uhh ",
+    "er, ",
+    "ok so ",
+    "okay so ",
+    "yo ",
+    "hey there, ",
+    "right, ",
+    "listen, ",
+    "so, um, ",
+    "hi, ",
+];
+/// Context people put before the instruction itself.
+pub(super) const LEAD_INS: &[&str] = &[
+    "before I forget, ",
+    "while you're at it, ",
+    "when you get a sec, ",
+    "one more thing, ",
+    "next, ",
+    "now ",
+    "and then ",
+    "first, ",
+    "ok now ",
+    "I'm in a hurry so ",
+    "real quick, ",
+    "actually, ",
+    "one sec, ",
+    "for the next step, ",
 ];
 pub(super) const POLITE: &[&str] = &[
     "please ",
@@ -37,6 +65,18 @@ pub(super) const POLITE: &[&str] = &[
     "would you kindly ",
     "I'd love it if you could ",
     "do me a favor and ",
+    "pls ",
+    "plz ",
+    "can u ",
+    "could u ",
+    "can you just ",
+    "would you mind if you ",
+    "any chance you could ",
+    "is it possible to ",
+    "I was hoping you could ",
+    "you should ",
+    "try to ",
+    "I'd appreciate it if you'd ",
 ];
 pub(super) const POLITE_SELF: &[&str] = &[
     "let's ",
@@ -58,16 +98,41 @@ pub(super) const SUFFIXES: &[&str] = &[
     " right now",
     " when you get a chance",
     " if you can",
+    " pls",
+    " plz",
+    " thx",
+    ", thx",
+    " real quick",
+    " asap",
+    ", ok",
+    ", would you",
+    " for me please",
+    " if you don't mind",
+    " when you can",
+    ", cheers",
+    " thanks a lot",
+    ", ty",
 ];
-pub(super) const ASKING: &[&str] = &["could", "can", "would", "will"];
+pub(super) const ASKING: &[&str] = &["could", "can", "would", "will", "any chance", "is it"];
+/// Hesitations spoken in the middle of an instruction, before a name.
+pub(super) const MID_FILLERS: &[&str] = &["uh ", "um ", "like ", "uhh ", "er "];
 
 /// Wrap, case and render a draft into a request and its plan.
 pub(crate) fn realize(d: &Draft, rng: &mut Rng) -> Realized {
+    realize_with(d, rng, false)
+}
+
+/// [`realize`], and with `slips` a typing slip in one of the request's own words now and
+/// then (Pace requests; not the generators whose requests must spell a tool's name).
+pub(crate) fn realize_with(d: &Draft, rng: &mut Rng, slips: bool) -> Realized {
     let mut prefix = String::new();
     let mut suffix = String::new();
     let mut asking = false;
     if rng.chance(0.18) {
         prefix.push_str(rng.pick::<&str>(FILLERS));
+    }
+    if rng.chance(0.06) {
+        prefix.push_str(rng.pick::<&str>(LEAD_INS));
     }
     match d.style {
         Style::Imperative | Style::ImperativeMe => {
@@ -96,7 +161,12 @@ pub(crate) fn realize(d: &Draft, rng: &mut Rng) -> Realized {
             _ => "",
         }
     };
-    let full = format!("{prefix}{{[}}{}{{]}}{suffix}{punct}", d.tpl);
+    let tpl = if rng.chance(0.04) {
+        hesitate(&d.tpl, rng)
+    } else {
+        d.tpl.clone()
+    };
+    let full = format!("{prefix}{{[}}{tpl}{{]}}{suffix}{punct}");
 
     // Pieces: (text, slot index, is marker).
     enum Piece {
@@ -159,6 +229,9 @@ pub(crate) fn realize(d: &Draft, rng: &mut Rng) -> Realized {
                 *target = c.to_uppercase().chain(cs).collect();
             }
         }
+    }
+    if slips && rng.chance(0.08) {
+        misspell_one_word(&mut texts, rng);
     }
     let mut request = String::new();
     let mut skeleton = String::new();
@@ -238,5 +311,119 @@ pub(crate) fn realize(d: &Draft, rng: &mut Rng) -> Realized {
             .zip(values)
             .map(|((_, k, _), v)| (*k, v))
             .collect(),
+    }
+}
+
+/// Insert a hesitation ("uh ") before one of the template's slots that follows a space, as in
+/// "open uh {e}". The template is returned unchanged when no slot follows a space.
+fn hesitate(tpl: &str, rng: &mut Rng) -> String {
+    let spots: Vec<usize> = tpl.match_indices(" {").map(|(i, _)| i + 1).collect();
+    if spots.is_empty() {
+        return tpl.to_string();
+    }
+    let at = *rng.pick(&spots);
+    format!("{}{}{}", &tpl[..at], rng.pick(MID_FILLERS), &tpl[at..])
+}
+
+/// A typing slip in one word of the request's own words (never in a copied value, whose
+/// spelling the plan must keep): two letters swapped, one dropped or one doubled. Only ASCII
+/// words of four letters or more are touched, and never their first letter.
+fn misspell_one_word(texts: &mut [String], rng: &mut Rng) {
+    let mut words: Vec<(usize, usize, usize)> = Vec::new();
+    for (i, text) in texts.iter().enumerate() {
+        let bytes = text.as_bytes();
+        let mut start = None;
+        for j in 0..=bytes.len() {
+            let letter = j < bytes.len() && bytes[j].is_ascii_alphabetic();
+            match (letter, start) {
+                (true, None) => start = Some(j),
+                (false, Some(s)) => {
+                    // A word cut by a slot or the end of a piece is not a whole word.
+                    let whole = (s == 0 || bytes[s - 1] != b'\'') && j - s >= 4;
+                    if whole && (j < bytes.len() || s > 0) {
+                        words.push((i, s, j));
+                    }
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+    }
+    if words.is_empty() {
+        return;
+    }
+    let (i, s, e) = *rng.pick(&words);
+    let mut w: Vec<u8> = texts[i].as_bytes()[s..e].to_vec();
+    let k = 1 + rng.below(w.len() - 2);
+    match rng.below(3) {
+        0 => w.swap(k, k + 1),
+        1 => {
+            w.remove(k);
+        }
+        _ => w.insert(k, w[k]),
+    }
+    let word = String::from_utf8(w).expect("ASCII letters stay ASCII");
+    texts[i].replace_range(s..e, &word);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slip_changes_one_whole_word_by_one_edit_and_keeps_its_first_letter() {
+        let mut rng = Rng::new(3);
+        let before = vec![
+            "could you ".to_string(),
+            String::new(),
+            " in the sidebar, thanks".to_string(),
+        ];
+        let mut changed_words = std::collections::BTreeSet::new();
+        for _ in 0..300 {
+            let mut texts = before.clone();
+            misspell_one_word(&mut texts, &mut rng);
+            let diffs: Vec<(&str, &str)> = before
+                .iter()
+                .zip(&texts)
+                .flat_map(|(a, b)| a.split(' ').zip(b.split(' ')))
+                .filter(|(a, b)| a != b)
+                .collect();
+            assert_eq!(diffs.len(), 1, "{texts:?}");
+            let (a, b) = diffs[0];
+            assert!(a.len() >= 4 && a.len().abs_diff(b.len()) <= 1, "{a} -> {b}");
+            assert_eq!(a.chars().next(), b.chars().next(), "{a} -> {b}");
+            let mut sa: Vec<char> = a.chars().collect();
+            let mut sb: Vec<char> = b.chars().collect();
+            if sa.len() == sb.len() {
+                // A swap: the same letters.
+                sa.sort();
+                sb.sort();
+                assert_eq!(sa, sb, "{a} -> {b}");
+            }
+            changed_words.insert(a.trim_end_matches(',').to_string());
+        }
+        // "you" and "in"/"the" are too short to slip; the rest all do at some point.
+        let expected: std::collections::BTreeSet<String> = ["could", "sidebar", "thanks"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(changed_words, expected);
+    }
+
+    #[test]
+    fn a_hesitation_goes_before_a_slot_that_follows_a_space() {
+        let mut rng = Rng::new(5);
+        for _ in 0..50 {
+            let out = hesitate("drag {a} onto {b}", &mut rng);
+            assert!(
+                MID_FILLERS
+                    .iter()
+                    .any(|f| out == format!("drag {f}{{a}} onto {{b}}")
+                        || out == format!("drag {{a}} onto {f}{{b}}")),
+                "{out}"
+            );
+        }
+        assert_eq!(hesitate("{s} {v}x", &mut rng).matches('{').count(), 2);
+        assert_eq!(hesitate("{s}", &mut rng), "{s}");
     }
 }
