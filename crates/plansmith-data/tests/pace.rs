@@ -103,8 +103,9 @@ fn every_trace_validates_with_copy_fidelity_after_a_dsl_round_trip() {
     for t in all(default_data()) {
         assert!(t.tools.is_none());
         let plan = t.plan();
-        // One call, or none for a request no Pace tool serves.
-        assert!(plan.calls.len() <= 1, "{t:?}");
+        // One call; two for a request that asks for two things; none for a request no Pace
+        // tool serves.
+        assert!(plan.calls.len() <= 2, "{t:?}");
         let text = Syntax::Dsl.render(&plan);
         let parsed = Syntax::Dsl
             .parse(&text)
@@ -306,4 +307,56 @@ fn people_say_more_than_the_template() {
         .filter(|l| !l.contains('.') && l.contains(' '))
         .count();
     assert!(titled > 20, "{titled}");
+}
+
+#[test]
+fn some_requests_ask_for_two_things_and_get_both_calls_in_order() {
+    let d = default_data();
+    let two: Vec<&Trace> = all(d).filter(|t| t.calls.len() == 2).collect();
+    let share = two.len() as f64 / all(d).count() as f64;
+    assert!((0.03..0.12).contains(&share), "{share}");
+    for t in &two {
+        // Neither call is a clarify (whose question would be the whole request).
+        assert!(t.calls.iter().all(|c| c.name != "clarify"), "{t:?}");
+    }
+    // The first call's copied values come before the second's in the request.
+    let ordered = two
+        .iter()
+        .filter(|t| {
+            let first_value = |c: &plansmith_core::Call| {
+                c.arguments
+                    .values()
+                    .flat_map(|v| match v {
+                        serde_json::Value::Object(m) => m.values().cloned().collect(),
+                        v => vec![v.clone()],
+                    })
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .filter_map(|s| t.request.find(&s))
+                    .min()
+            };
+            match (first_value(&t.calls[0]), first_value(&t.calls[1])) {
+                (Some(a), Some(b)) => a < b,
+                _ => true,
+            }
+        })
+        .count();
+    assert!(ordered * 10 >= two.len() * 9, "{ordered} of {}", two.len());
+}
+
+#[test]
+fn key_chords_are_also_spoken() {
+    let spoken = all(default_data())
+        .flat_map(|t| &t.calls)
+        .filter_map(|c| c.arguments.get("keys").and_then(|k| k.as_str()))
+        .filter(|k| {
+            let k = k.to_lowercase();
+            k.split(' ').count() >= 2
+                && [
+                    "command", "cmd", "control", "ctrl", "shift", "alt", "option",
+                ]
+                .iter()
+                .any(|m| k.starts_with(m))
+        })
+        .count();
+    assert!(spoken > 20, "{spoken}");
 }

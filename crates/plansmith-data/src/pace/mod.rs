@@ -78,6 +78,12 @@ impl PaceConfig {
     }
 }
 
+/// Share of requests that ask for two things at once (two calls).
+const COMPOUND_SHARE: f64 = 0.07;
+/// Share of slot values drawn from outside the vocabulary lists (open words, spoken key
+/// chords, counts as words).
+const OPEN_VALUE_SHARE: f64 = 0.3;
+
 /// The generated splits.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PaceData {
@@ -169,8 +175,18 @@ pub fn generate_pace(cfg: &PaceConfig) -> Result<PaceData, DataError> {
             )));
         }
         let (_, verb, _, f) = gen::INTENTS[rng.weighted(&weights)];
-        let draft = f(&mut rng);
-        let r = gen::realize_with(&draft, &mut rng, true);
+        let mut draft = f(&mut rng);
+        if rng.chance(COMPOUND_SHARE) {
+            let (_, verb2, _, f2) = gen::INTENTS[rng.weighted(&weights)];
+            let second = f2(&mut rng);
+            let held = |v: &str| cfg.holdout_verb.as_deref() == Some(v);
+            if !held(verb) && !held(verb2) {
+                if let Some(both) = gen::compound(&draft, &second, &mut rng) {
+                    draft = both;
+                }
+            }
+        }
+        let r = gen::realize_open(&draft, &mut rng, true, OPEN_VALUE_SHARE);
         let key = r.request.to_lowercase();
         let plan_key = serde_json::to_string(&r.plan)
             .unwrap_or_default()

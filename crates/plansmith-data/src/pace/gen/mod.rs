@@ -322,6 +322,7 @@ pub(crate) type IntentFn = fn(&mut Rng) -> Draft;
 /// (intent name, verb, weight, generator).
 pub(crate) const INTENTS: &[(&str, &str, f64, IntentFn)] = &[
     ("perform.click", "perform", 9.0, click),
+    ("perform.click", "perform", 2.0, press_button),
     ("perform.double_click", "perform", 5.0, double_click),
     ("perform.right_click", "perform", 5.0, right_click),
     ("perform.type", "perform", 8.0, type_text),
@@ -343,6 +344,95 @@ pub(crate) const INTENTS: &[(&str, &str, f64, IntentFn)] = &[
     ("schedule", "schedule", 5.0, schedule),
     ("none", "none", 6.0, out_of_scope),
 ];
+
+/// Two requests said as one ("open Safari and then go to github.com"): the plan is both
+/// calls in order. `None` when either cannot be joined: clarify (its question is the whole
+/// request), out-of-scope requests, questions, or a slot name without a second spelling.
+pub(crate) fn compound(first: &Draft, second: &Draft, rng: &mut Rng) -> Option<Draft> {
+    let joinable = |d: &Draft| {
+        d.style != Style::Question && !d.intent.starts_with("clarify") && !d.calls.is_empty()
+    };
+    if !joinable(first) || !joinable(second) {
+        return None;
+    }
+    let mut tpl2 = second.tpl.clone();
+    let mut slots = first.slots.clone();
+    for (name, kind, value) in &second.slots {
+        let renamed = second_slot(name)?;
+        tpl2 = tpl2.replace(&format!("{{{name}}}"), &format!("{{{renamed}}}"));
+        slots.push((renamed.to_string(), kind, value.clone()));
+    }
+    let mut calls = first.calls.clone();
+    for c in &second.calls {
+        let args = c
+            .args
+            .iter()
+            .map(|(k, a)| Some((*k, rename_slots(a)?)))
+            .collect::<Option<Vec<_>>>()?;
+        calls.push(call(c.name, args));
+    }
+    let joiner = *rng.pick(&[
+        " and ",
+        " and then ",
+        ", then ",
+        " then ",
+        ", and ",
+        " and also ",
+    ]);
+    let style = if first.style == Style::ImperativeMe || second.style == Style::ImperativeMe {
+        Style::ImperativeMe
+    } else {
+        Style::Imperative
+    };
+    Some(Draft {
+        intent: "compound",
+        tpl: format!("{}{joiner}{tpl2}", first.tpl),
+        slots,
+        calls,
+        style,
+    })
+}
+
+/// The second request's spelling of a slot name (`e` -> `e2`).
+fn second_slot(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "a" => "a2",
+        "b" => "b2",
+        "c" => "c2",
+        "cs" => "cs2",
+        "d" => "d2",
+        "dir" => "dir2",
+        "e" => "e2",
+        "f" => "f2",
+        "k" => "k2",
+        "m" => "m2",
+        "n" => "n2",
+        "q" => "q2",
+        "r" => "r2",
+        "s" => "s2",
+        "t" => "t2",
+        "v" => "v2",
+        "w" => "w2",
+        _ => return None,
+    })
+}
+
+fn rename_slots(a: &A) -> Option<A> {
+    Some(match a {
+        A::Enum(s) => A::Enum(s),
+        A::EnumOf(s) => A::EnumOf(second_slot(s)?),
+        A::Slot(s) => A::Slot(second_slot(s)?),
+        A::Int(s) => A::Int(second_slot(s)?),
+        A::Core => return None,
+        A::Obj(fields) => A::Obj(
+            fields
+                .iter()
+                .map(|(k, a)| Some((*k, rename_slots(a)?)))
+                .collect::<Option<_>>()?,
+        ),
+        A::Arr(items) => A::Arr(items.iter().map(rename_slots).collect::<Option<_>>()?),
+    })
+}
 
 fn pointer(
     rng: &mut Rng,
@@ -383,5 +473,5 @@ use apps::*;
 use outside::*;
 use pointer::*;
 use queries::*;
-pub(crate) use realize::{realize, realize_with};
+pub(crate) use realize::{realize, realize_open};
 use speech::*;

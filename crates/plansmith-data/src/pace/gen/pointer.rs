@@ -16,6 +16,35 @@ pub(super) fn click(rng: &mut Rng) -> Draft {
     pointer(rng, "perform.click", "click", &verbs, ALL_TYPES)
 }
 
+/// A button pressed or hit: a click, told from a key press ("press enter") by the word
+/// "button".
+pub(super) fn press_button(rng: &mut Rng) -> Draft {
+    let mut d = Draft::new("perform.click", Style::Imperative);
+    d.slot("e", "ui", *rng.pick(UI_LABELS));
+    let button = *rng.pick(&[
+        "the {e} button",
+        "the {e} button",
+        "{e} button",
+        "button {e}",
+    ]);
+    let verb = *rng.pick(&[
+        "press {B}",
+        "hit {B}",
+        "push {B}",
+        "press on {B}",
+        "smash {B}",
+    ]);
+    d.tpl = verb.replace("{B}", button);
+    d.calls.push(call(
+        "perform",
+        vec![
+            ("action", A::Enum("click")),
+            ("target", entity_ref(Ety::Ui, "e")),
+        ],
+    ));
+    d
+}
+
 pub(super) fn double_click(rng: &mut Rng) -> Draft {
     let verbs = [
         "double-click {e}",

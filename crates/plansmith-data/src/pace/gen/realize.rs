@@ -125,6 +125,12 @@ pub(crate) fn realize(d: &Draft, rng: &mut Rng) -> Realized {
 /// [`realize`], and with `slips` a typing slip in one of the request's own words now and
 /// then (Pace requests; not the generators whose requests must spell a tool's name).
 pub(crate) fn realize_with(d: &Draft, rng: &mut Rng, slips: bool) -> Realized {
+    realize_open(d, rng, slips, 0.0)
+}
+
+/// [`realize_with`], and each slot's value drawn with probability `open` from outside the
+/// vocabulary lists ([`open_value`]).
+pub(crate) fn realize_open(d: &Draft, rng: &mut Rng, slips: bool, open: f64) -> Realized {
     let mut prefix = String::new();
     let mut suffix = String::new();
     let mut asking = false;
@@ -206,7 +212,14 @@ pub(crate) fn realize_with(d: &Draft, rng: &mut Rng, slips: bool) -> Realized {
         3 => s.to_uppercase(),
         _ => s.to_string(),
     };
-    let mut values: Vec<String> = d.slots.iter().map(|(_, _, v)| case(v)).collect();
+    let mut values: Vec<String> = d
+        .slots
+        .iter()
+        .map(|(_, kind, v)| match open_value(kind, v, rng, open) {
+            Some(o) => case(&o),
+            None => case(v),
+        })
+        .collect();
     let mut texts: Vec<String> = pieces
         .iter()
         .map(|p| match p {
@@ -312,6 +325,68 @@ pub(crate) fn realize_with(d: &Draft, rng: &mut Rng, slips: bool) -> Realized {
             .map(|((_, k, _), v)| (*k, v))
             .collect(),
     }
+}
+
+/// `n` words of [`OPEN_WORDS`], each capitalized with probability `title`.
+fn open_words(rng: &mut Rng, lo: usize, hi: usize, title: f64) -> Vec<String> {
+    let n = lo + rng.below(hi - lo + 1);
+    (0..n)
+        .map(|_| {
+            let w = rng.pick::<&str>(OPEN_WORDS).to_string();
+            if rng.chance(title) {
+                let mut cs = w.chars();
+                cs.next()
+                    .map(|c| c.to_uppercase().chain(cs).collect())
+                    .unwrap_or(w)
+            } else {
+                w
+            }
+        })
+        .collect()
+}
+
+/// With probability `p`, a value for a slot of `kind` from outside the vocabulary lists: a
+/// label, name or text of one to six [`OPEN_WORDS`], or a spoken key chord. The lists alone
+/// let a planner learn where *their* values end; people name things no list holds. `None`
+/// keeps the drawn value (and for kinds with a fixed form: times, counts, contacts, settings'
+/// values). Counts stay digits: an integer argument is copied from the request, and "three"
+/// is not a copy of 3.
+fn open_value(kind: &str, drawn: &str, rng: &mut Rng, p: f64) -> Option<String> {
+    if p <= 0.0 || !rng.chance(p) {
+        return None;
+    }
+    let joined = |w: Vec<String>, sep: &str| w.join(sep);
+    Some(match kind {
+        "ui" => joined(open_words(rng, 1, 4, 0.7), " "),
+        "app" | "window" => joined(open_words(rng, 1, 3, 0.8), " "),
+        "folder" | "screen_text" => joined(open_words(rng, 1, 3, 0.4), " "),
+        "toggle_setting" | "level_setting" | "choice_setting" => {
+            joined(open_words(rng, 1, 3, 0.0), " ")
+        }
+        "file" if drawn.contains('.') => {
+            let sep = *rng.pick(&[" ", "_", "-", ""]);
+            let ext = *rng.pick::<&str>(FILE_EXTS);
+            format!("{}.{ext}", joined(open_words(rng, 1, 3, 0.3), sep))
+        }
+        "file" => joined(open_words(rng, 1, 3, 0.1), " "),
+        "url" => {
+            let name = joined(open_words(rng, 1, 2, 0.0), "").to_lowercase();
+            let tld = *rng.pick(&["com", "org", "io", "net", "app", "dev"]);
+            let scheme = *rng.pick(&["", "", "", "www.", "https://"]);
+            format!("{scheme}{name}.{tld}")
+        }
+        "text" | "message" | "topic" | "todo" | "memory" | "condition" => {
+            joined(open_words(rng, 2, 6, 0.05), " ")
+        }
+        "key" => {
+            let mods = 1 + rng.below(3);
+            let mut parts: Vec<&str> = (0..mods).map(|_| *rng.pick(KEY_MODIFIERS)).collect();
+            parts.dedup();
+            parts.push(*rng.pick(KEY_NAMES));
+            parts.join(*rng.pick(&[" ", " ", "+", "-"]))
+        }
+        _ => return None,
+    })
 }
 
 /// Insert a hesitation ("uh ") before one of the template's slots that follows a space, as in
