@@ -420,3 +420,64 @@ fn score_and_sample_commands() {
         assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", stderr(&o));
     }
 }
+
+/// `train` with no tuning flags uses the embedded planner's settings and says so: the catalog's
+/// signatures in the prompt, a block fitted to the data, epochs scaled to its size.
+#[test]
+fn train_defaults_are_the_embedded_planners_and_are_printed() {
+    let dir = std::env::temp_dir().join(format!("plansmith-defaults-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = |p: &str| dir.join(p).to_string_lossy().into_owned();
+    let o = plansmith(&["data", "pace", "--out", &d("data"), "--n", "150"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // Only the model is shrunk (and the epochs, for time): every other setting is a default.
+    let tiny = ["--d-model", "32", "--layers", "1", "--heads", "2"];
+    let train_file = d("data/train.jsonl");
+    for (extra, prompt) in [
+        (&[][..], "catalog in the prompt: signatures"),
+        (&["--no-tools-in-prompt"][..], "catalog in the prompt: none"),
+    ] {
+        let out = d("planner");
+        let mut args = vec![
+            "train",
+            "--data",
+            &train_file,
+            "--tools",
+            "examples/pace/tools.json",
+            "--out",
+            &out,
+            "--quiet",
+        ];
+        args.extend(tiny);
+        args.extend(extra);
+        let o = plansmith(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let text = stdout(&o);
+        assert!(text.contains(prompt), "{text}");
+        assert!(text.contains("confidence: all_tokens"), "{text}");
+        let meta: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(d("planner/planner.json")).unwrap())
+                .unwrap();
+        // 150 traces less the held-out splits: 30 epochs, the most the default gives.
+        assert_eq!(meta["training"]["train"]["epochs"], 30, "{meta}");
+        let block = meta["model"]["block"].as_u64().unwrap();
+        assert!(block >= 192 && block % 64 == 0, "{block}");
+        assert!(meta["model"]["vocab"].as_u64().unwrap() <= 512);
+        assert_eq!(meta["tools_in_prompt"], extra.is_empty());
+    }
+    // Tool pointers need the signatures-only prompt.
+    let o = plansmith(&[
+        "train",
+        "--data",
+        &d("data/train.jsonl"),
+        "--tools",
+        "examples/pace/tools.json",
+        "--out",
+        &d("p2"),
+        "--tools-in-prompt",
+        "--tool-pointers",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--tool-pointers"), "{}", stderr(&o));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -382,3 +382,26 @@ pub fn overlap(a: &[Trace], b: &[Trace]) -> usize {
         .filter(|t| set.contains(t.request.as_str()))
         .count()
 }
+
+#[cfg(test)]
+mod default_tests {
+    use super::*;
+
+    #[test]
+    fn default_epochs_show_about_300k_examples_within_1_to_30_passes() {
+        assert_eq!(auto_epochs(0), 30);
+        assert_eq!(auto_epochs(180), 30);
+        assert_eq!(auto_epochs(10_000), 30);
+        assert_eq!(auto_epochs(60_000), 5);
+        assert_eq!(auto_epochs(200_000), 2);
+        assert_eq!(auto_epochs(435_000), 1);
+        assert_eq!(auto_epochs(5_000_000), 1);
+    }
+
+    #[test]
+    fn a_fitted_block_leaves_a_quarter_of_room_in_multiples_of_64() {
+        assert_eq!(fitted_block(10), 192);
+        assert_eq!(fitted_block(200), 256);
+        assert_eq!(fitted_block(512), 640);
+    }
+}
