@@ -461,7 +461,7 @@ fn train_defaults_are_the_embedded_planners_and_are_printed() {
         // 150 traces less the held-out splits: 30 epochs, the most the default gives.
         assert_eq!(meta["training"]["train"]["epochs"], 30, "{meta}");
         let block = meta["model"]["block"].as_u64().unwrap();
-        assert!(block >= 192 && block % 64 == 0, "{block}");
+        assert!(block >= 192 && block.is_multiple_of(64), "{block}");
         assert!(meta["model"]["vocab"].as_u64().unwrap() <= 512);
         assert_eq!(meta["tools_in_prompt"], extra.is_empty());
     }
