@@ -73,7 +73,28 @@ pub enum Outcome {
     Failed,
 }
 
+/// `plansmith ... | head` closes stdout early; `println!` then panics on the broken pipe. Exit
+/// quietly instead, with the status a process killed by SIGPIPE has (128 + 13), as `cat` and
+/// friends do. Not by restoring SIGPIPE itself: the server and teacher commands write to sockets
+/// and child processes, where a closed peer must be an error, not the end of the process.
+fn quiet_on_broken_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    quiet_on_broken_stdout();
     let cli = Cli::parse();
     if let Some(n) = cli.threads {
         // Before any thread pool exists: candle and rayon read it on first use.

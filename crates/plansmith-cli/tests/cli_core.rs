@@ -481,3 +481,39 @@ fn train_defaults_are_the_embedded_planners_and_are_printed() {
     assert!(stderr(&o).contains("--tool-pointers"), "{}", stderr(&o));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `plansmith ... | head`: a reader that stops early ends the command quietly (status 141, as a
+/// process killed by SIGPIPE), not with a panic about the broken pipe.
+#[test]
+fn a_closed_stdout_ends_the_command_quietly() {
+    use std::io::Read;
+    let dir = std::env::temp_dir().join(format!("plansmith-pipe-{}", std::process::id()));
+    let data = dir.join("data");
+    let o = plansmith(&[
+        "data",
+        "pace",
+        "--out",
+        data.to_str().unwrap(),
+        "--n",
+        "300",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_plansmith"))
+        .args(["data", "export", "--format", "openai", "--tools"])
+        .arg("examples/pace/tools.json")
+        .arg("--data")
+        .arg(data.join("train.jsonl"))
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Far more than a pipe holds is written (~1 MB); read a little and hang up.
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let err = stderr(&o);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(o.status.code(), Some(141), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
