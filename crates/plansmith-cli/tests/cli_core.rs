@@ -517,3 +517,17 @@ fn a_closed_stdout_ends_the_command_quietly() {
     assert_eq!(o.status.code(), Some(141), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A request longer than the planner's context is an error that says so, not a score of -inf.
+#[test]
+fn score_refuses_a_request_longer_than_the_context() {
+    let request = format!("open {}", "word ".repeat(3000));
+    let o = plansmith(&[
+        "score",
+        "--request",
+        &request,
+        "open(target.type=app; target.label=word)",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(stderr(&o).contains("too long"), "{}", stderr(&o));
+}

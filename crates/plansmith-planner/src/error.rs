@@ -43,6 +43,9 @@ pub enum PlannerError {
     EvalData(String),
     #[error("internal lock poisoned (a planner thread panicked)")]
     Poisoned,
+    /// A request (or a request and the plan to score) longer than the model's context.
+    #[error("{0}")]
+    TooLong(String),
     /// The catalog's tools line alone fills the model's context: no request can follow it.
     #[error(
         "the tool catalog ({tools} tools) takes {tokens} tokens of prompt, but this planner's \

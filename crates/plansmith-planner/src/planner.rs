@@ -1134,7 +1134,7 @@ impl Planner {
             prompt::CatalogText::of(&self.settings),
         )? {
             Started::Ready { state, logits, .. } => (state, logits),
-            Started::Overflow(_) => return Ok(f32::NEG_INFINITY),
+            Started::Overflow(reason) => return Err(PlannerError::TooLong(reason)),
         };
         let plan = if self.settings.tool_pointers {
             std::borrow::Cow::Owned(pointers::to_pointers(plan, &self.catalog))
@@ -1148,7 +1148,12 @@ impl Planner {
             return Ok(0.0);
         }
         if ids.len() > state.room() {
-            return Ok(f32::NEG_INFINITY);
+            return Err(PlannerError::TooLong(format!(
+                "the plan takes {} tokens, but only {} fit in the model's context after the \
+                 request",
+                ids.len(),
+                state.room()
+            )));
         }
         // Logits before token i are the prompt's for i = 0, then the row after token i - 1.
         let rows = state.feed(&ids[..ids.len() - 1])?;
@@ -1191,7 +1196,11 @@ impl Planner {
             let d = self.decode_free(request, None, &mut sampler)?;
             let valid = d.is_valid();
             let score = match (&d.plan, valid) {
-                (Some(plan), true) => Some(self.score(request, plan)?),
+                (Some(plan), true) => match self.score(request, plan) {
+                    Ok(score) => Some(score),
+                    Err(PlannerError::TooLong(_)) => None,
+                    Err(e) => return Err(e),
+                },
                 _ => None,
             };
             let mut violations = d.violations;

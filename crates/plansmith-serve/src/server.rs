@@ -322,6 +322,7 @@ impl AppState {
                 "tools",
                 format!("invalid tool catalog: {e}"),
             )),
+            Ok(Err(e @ PlannerError::TooLong(_))) => Err(ApiError::invalid("request", e.to_string())),
             Ok(Err(e @ PlannerError::CatalogTooLong { .. })) if request_had_tools => {
                 Err(ApiError::invalid("tools", e.to_string()))
             }

@@ -959,8 +959,14 @@ async fn score_and_sample_routes() {
         .json();
     assert_eq!(again["samples"], json!(samples));
 
+    let too_long = format!("open {}", "word ".repeat(3000));
     for (route, body, param) in [
         ("/v1/score", json!({"calls": calls}), "request"),
+        (
+            "/v1/score",
+            json!({"request": too_long, "calls": calls}),
+            "request",
+        ),
         ("/v1/score", json!({"request": request}), "calls"),
         (
             "/v1/score",
