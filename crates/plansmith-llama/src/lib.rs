@@ -45,4 +45,4 @@ pub mod lora;
 pub use lora::{LoraConfig, LoraTarget, LoraTrainer, PeftAdapter};
 pub mod train;
 
-pub use train::{EngineConfig, Example, LoraEngine, StepStats};
+pub use train::{check_lora_settings, EngineConfig, Example, LoraEngine, StepStats};

@@ -393,6 +393,9 @@ fn train_lora(
             }
         }
     }
+    // Before the model loads (seconds to minutes), not after.
+    plansmith_llama::check_lora_settings(args.lora_rank, args.lora_dropout, targets.len())
+        .map_err(|e| anyhow::anyhow!("--lora-rank / --lora-dropout / --lora-targets: {e}"))?;
     let checkpoint_dir = args.resume.clone().unwrap_or_else(|| {
         let mut name = args.out().file_name().unwrap_or_default().to_os_string();
         name.push(".checkpoint");

@@ -117,26 +117,32 @@ pub struct LoraEngine {
     scratch_peak: usize,
 }
 
+/// The LoRA settings no engine can run with: a rank of 0, a dropout outside `[0, 1)`, no
+/// target projection. Checked by the engine, and by a caller before it loads a model.
+pub fn check_lora_settings(rank: usize, dropout: f32, targets: usize) -> Result<()> {
+    if rank == 0 {
+        return Err(LlamaError::State("LoRA rank must be >= 1 (got 0)".into()));
+    }
+    if targets == 0 {
+        return Err(LlamaError::State(
+            "LoRA needs at least one target projection".into(),
+        ));
+    }
+    if !(0.0..1.0).contains(&dropout) {
+        return Err(LlamaError::State(format!(
+            "LoRA dropout must be in [0, 1), got {dropout}"
+        )));
+    }
+    Ok(())
+}
+
 impl LoraEngine {
     /// Dequantize `model` into the frozen base and create adapters (A random, B zero).
     ///
     /// Errors: a rank of 0, no target, a dropout outside `[0, 1)`, a model shape the step does
     /// not cover.
     pub fn new(model: &LlamaModel, config: EngineConfig) -> Result<Self> {
-        if config.rank == 0 {
-            return Err(LlamaError::State("LoRA rank must be >= 1 (got 0)".into()));
-        }
-        if config.targets.is_empty() {
-            return Err(LlamaError::State(
-                "LoRA needs at least one target projection".into(),
-            ));
-        }
-        if !(0.0..1.0).contains(&config.dropout) {
-            return Err(LlamaError::State(format!(
-                "LoRA dropout must be in [0, 1), got {}",
-                config.dropout
-            )));
-        }
+        check_lora_settings(config.rank, config.dropout, config.targets.len())?;
         let base = FrozenBase::from_model(model)?;
         let lora = LoraParams::new(
             &base.cfg,
