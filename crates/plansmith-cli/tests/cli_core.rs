@@ -531,3 +531,35 @@ fn score_refuses_a_request_longer_than_the_context() {
     assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
     assert!(stderr(&o).contains("too long"), "{}", stderr(&o));
 }
+
+/// LoRA settings no run can use are refused before the base model is even opened.
+#[test]
+fn bad_lora_settings_are_refused_before_the_model_loads() {
+    let dir = std::env::temp_dir().join(format!("plansmith-lora-args-{}", std::process::id()));
+    let data = dir.join("data");
+    let o = plansmith(&["data", "pace", "--out", data.to_str().unwrap(), "--n", "60"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let train = data.join("train.jsonl");
+    for (flag, value) in [("--lora-dropout", "1.5"), ("--lora-rank", "0")] {
+        let o = plansmith(&[
+            "train",
+            "--base",
+            "no-such-model.gguf",
+            "--data",
+            train.to_str().unwrap(),
+            "--tools",
+            "examples/pace/tools.json",
+            "--out",
+            dir.join("out").to_str().unwrap(),
+            flag,
+            value,
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains(flag) && !err.contains("no-such-model"),
+            "{err}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
