@@ -70,7 +70,8 @@ fn tiny_miss_pretrained_miss_teacher_harvest_retrain_then_the_tiny_hop_answers()
     let cal = d("data/calibration.jsonl");
 
     // A request unlike any Pace phrasing (the embedded planner's confidence on it is about
-    // -0.002), and what the teacher says it means.
+    // -0.002, below the tiny hop's floor; after learning the teacher's answer about -0.001,
+    // above it), and what the teacher says it means.
     let request = "kindly summon the quarterly budget spreadsheet onto my screen";
     let arguments = r#"{"target":{"type":"file","label":"quarterly budget spreadsheet"}}"#;
     let url = teacher_stub("open", arguments);
@@ -80,7 +81,7 @@ fn tiny_miss_pretrained_miss_teacher_harvest_retrain_then_the_tiny_hop_answers()
         &cascade,
         serde_json::json!({
             "hops": [
-                {"name": "tiny", "planner": tiny, "floor": -0.001},
+                {"name": "tiny", "planner": tiny, "floor": -0.0015},
                 // A floor above every confidence: this hop always passes the request on.
                 {"name": "smollm2", "gguf": Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/smollm2.gguf"), "floor": 1.0}
             ],
@@ -131,7 +132,7 @@ fn tiny_miss_pretrained_miss_teacher_harvest_retrain_then_the_tiny_hop_answers()
             "--replay",
             "300",
             "--harvest-copies",
-            "40",
+            "80",
             "--epochs",
             "3",
             "--calibration",

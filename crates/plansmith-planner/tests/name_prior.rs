@@ -2,16 +2,15 @@
 //! first tool name, leaves a forced tool alone, and keeps confidence the model's own, so the
 //! calibrated gate still lets no wrong plan through on Pace.
 
-use plansmith_data::{generate_pace, PaceConfig};
+mod common;
+
 use plansmith_grammar::ToolChoice;
 use plansmith_planner::eval::{evaluate, items};
 use plansmith_planner::{default_planner, PlanRequest};
 
 #[test]
 fn the_name_prior_keeps_pace_plans_and_the_gate() {
-    let mut cfg = PaceConfig::with_n(1500);
-    cfg.seed = 91;
-    let fresh = items(&generate_pace(&cfg).unwrap().test).unwrap();
+    let fresh = items(&common::shipped_test_requests(2)).unwrap();
     let mut planner = default_planner().unwrap();
     let (plain, _) = evaluate(&planner, &fresh, false, |_, _| {}).unwrap();
     planner.set_name_prior(0.25);

@@ -1,6 +1,8 @@
-//! The shipped default planner must not silently rot: it is re-checked on freshly generated
-//! Pace requests, against changed catalogs and on tools invented for the test, and a
-//! reduced-budget re-train with the same recipe must still learn.
+//! The shipped default planner must not silently rot: it is re-checked on held-out Pace
+//! requests of the generator it was trained on, against changed catalogs and on tools invented
+//! for the test, and a reduced-budget re-train with the same recipe must still learn.
+
+mod common;
 
 use plansmith_data::{
     augment_traces, generate_pace, novel_traces, novel_traces_with, pace_catalog, synthetic_traces,
@@ -11,18 +13,12 @@ use plansmith_planner::eval::{evaluate, items};
 use plansmith_planner::train::{train_planner, CodecChoice, Splits, TrainSpec};
 use plansmith_planner::{default_planner, PlannerSettings};
 
-fn fresh_requests(seed: u64) -> Vec<plansmith_core::Trace> {
-    let mut cfg = PaceConfig::with_n(1500);
-    cfg.seed = seed;
-    generate_pace(&cfg).unwrap().test
-}
-
 #[test]
 fn shipped_default_planner_still_clears_its_floor() {
     let planner = default_planner().unwrap();
     let (summary, _) = evaluate(
         &planner,
-        &items(&fresh_requests(77)).unwrap(),
+        &items(&common::shipped_test_requests(0)).unwrap(),
         false,
         |_, _| {},
     )
@@ -47,7 +43,7 @@ fn shipped_default_planner_reads_the_catalog_in_its_prompt() {
     let pace = pace_catalog();
     // Fresh requests against renamed / shuffled / distractor / reduced Pace catalogs.
     let (changed, _) = augment_traces(
-        &fresh_requests(78),
+        &common::shipped_test_requests(1),
         Some(&pace),
         &AugmentConfig {
             seed: 78,
@@ -125,10 +121,11 @@ fn reduced_budget_retrain_still_learns() {
     // From ln(512) ~ 6.2 nats per token at initialisation; measured 0.95 after six epochs.
     assert!(trained.report.final_loss < 2.0, "{:?}", trained.report);
     // Six epochs on ~6,500 traces (~100 s) is no shippable planner (the shipped one is checked
-    // above) but plans a real share of fresh Pace requests: measured 0.379 agreement on these
-    // 533 test requests (four epochs: 0.302; the earlier 1,200-request, three-epoch budget:
-    // 0.013, which no floor could tell from a recipe that stopped learning).
-    assert!(test.agreement >= 0.25, "{test:?}");
+    // above) but plans a real share of fresh Pace requests: measured 0.227 agreement on these
+    // 533 test requests of the wider generator of 2026-12-04 (0.379 on the narrower one before;
+    // four epochs: 0.302; the earlier 1,200-request, three-epoch budget: 0.013, which no floor
+    // could tell from a recipe that stopped learning).
+    assert!(test.agreement >= 0.15, "{test:?}");
     // Whatever it learnt, the grammar keeps every emitted plan valid.
     assert_eq!(test.invalid_emitted, 0, "{test:?}");
 }
