@@ -413,7 +413,8 @@ fn misspell_one_word(texts: &mut [String], rng: &mut Rng) {
             match (letter, start) {
                 (true, None) => start = Some(j),
                 (false, Some(s)) => {
-                    // A word cut by a slot or the end of a piece is not a whole word.
+                    // Not the tail of a contraction ("'s"), and not a piece that is one bare
+                    // word between two values, which may be glued to them.
                     let whole = (s == 0 || bytes[s - 1] != b'\'') && j - s >= 4;
                     if whole && (j < bytes.len() || s > 0) {
                         words.push((i, s, j));
