@@ -119,17 +119,13 @@ pub(super) const MID_FILLERS: &[&str] = &["uh ", "um ", "like ", "uhh ", "er "];
 
 /// Wrap, case and render a draft into a request and its plan.
 pub(crate) fn realize(d: &Draft, rng: &mut Rng) -> Realized {
-    realize_with(d, rng, false)
+    realize_open(d, rng, false, 0.0)
 }
 
 /// [`realize`], and with `slips` a typing slip in one of the request's own words now and
-/// then (Pace requests; not the generators whose requests must spell a tool's name).
-pub(crate) fn realize_with(d: &Draft, rng: &mut Rng, slips: bool) -> Realized {
-    realize_open(d, rng, slips, 0.0)
-}
-
-/// [`realize_with`], and each slot's value drawn with probability `open` from outside the
-/// vocabulary lists ([`open_value`]).
+/// then (Pace requests; not the generators whose requests must spell a tool's name), and each
+/// slot's value drawn with probability `open` from outside the vocabulary lists
+/// ([`open_value`]).
 pub(crate) fn realize_open(d: &Draft, rng: &mut Rng, slips: bool, open: f64) -> Realized {
     let mut prefix = String::new();
     let mut suffix = String::new();
@@ -355,28 +351,27 @@ fn open_value(kind: &str, drawn: &str, rng: &mut Rng, p: f64) -> Option<String> 
     if p <= 0.0 || !rng.chance(p) {
         return None;
     }
-    let joined = |w: Vec<String>, sep: &str| w.join(sep);
     Some(match kind {
-        "ui" => joined(open_words(rng, 1, 4, 0.7), " "),
-        "app" | "window" => joined(open_words(rng, 1, 3, 0.8), " "),
-        "folder" | "screen_text" => joined(open_words(rng, 1, 3, 0.4), " "),
+        "ui" => open_words(rng, 1, 4, 0.7).join(" "),
+        "app" | "window" => open_words(rng, 1, 3, 0.8).join(" "),
+        "folder" | "screen_text" => open_words(rng, 1, 3, 0.4).join(" "),
         "toggle_setting" | "level_setting" | "choice_setting" => {
-            joined(open_words(rng, 1, 3, 0.0), " ")
+            open_words(rng, 1, 3, 0.0).join(" ")
         }
         "file" if drawn.contains('.') => {
             let sep = *rng.pick(&[" ", "_", "-", ""]);
             let ext = *rng.pick::<&str>(FILE_EXTS);
-            format!("{}.{ext}", joined(open_words(rng, 1, 3, 0.3), sep))
+            format!("{}.{ext}", open_words(rng, 1, 3, 0.3).join(sep))
         }
-        "file" => joined(open_words(rng, 1, 3, 0.1), " "),
+        "file" => open_words(rng, 1, 3, 0.1).join(" "),
         "url" => {
-            let name = joined(open_words(rng, 1, 2, 0.0), "").to_lowercase();
+            let name = open_words(rng, 1, 2, 0.0).join("").to_lowercase();
             let tld = *rng.pick(&["com", "org", "io", "net", "app", "dev"]);
             let scheme = *rng.pick(&["", "", "", "www.", "https://"]);
             format!("{scheme}{name}.{tld}")
         }
         "text" | "message" | "topic" | "todo" | "memory" | "condition" => {
-            joined(open_words(rng, 2, 6, 0.05), " ")
+            open_words(rng, 2, 6, 0.05).join(" ")
         }
         "key" => {
             let mods = 1 + rng.below(3);
