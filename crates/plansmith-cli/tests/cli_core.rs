@@ -563,3 +563,21 @@ fn bad_lora_settings_are_refused_before_the_model_loads() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A missing data file is named once with its reason, not with the reason repeated.
+#[test]
+fn a_missing_data_file_names_the_path_and_the_reason_once() {
+    let o = plansmith(&[
+        "train",
+        "--data",
+        "no-such-traces.jsonl",
+        "--tools",
+        "examples/pace/tools.json",
+        "--out",
+        "target/never-written",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("no-such-traces.jsonl"), "{err}");
+    assert_eq!(err.matches("No such file").count(), 1, "{err}");
+}

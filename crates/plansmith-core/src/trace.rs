@@ -43,10 +43,12 @@ impl Trace {
 
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
-    #[error("cannot access {path}: {source}")]
+    /// The I/O error is part of the message, not a `source`: printed as a chain (`{:#}`) it
+    /// would otherwise appear twice.
+    #[error("cannot access {path}: {error}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{path}:{line}: {message}")]
     Line {
@@ -87,17 +89,17 @@ pub fn stream_traces(
     path: impl AsRef<Path>,
 ) -> Result<impl Iterator<Item = Result<Trace, TraceError>>, TraceError> {
     let path = path.as_ref().to_path_buf();
-    let file = File::open(&path).map_err(|source| TraceError::Io {
+    let file = File::open(&path).map_err(|error| TraceError::Io {
         path: path.clone(),
-        source,
+        error,
     })?;
     Ok(BufReader::new(file)
         .lines()
         .enumerate()
         .filter_map(move |(i, line)| match line {
-            Err(source) => Some(Err(TraceError::Io {
+            Err(error) => Some(Err(TraceError::Io {
                 path: path.clone(),
-                source,
+                error,
             })),
             Ok(line) if line.trim().is_empty() => None,
             Ok(line) => Some(
@@ -123,9 +125,9 @@ impl TraceWriter {
             .create(true)
             .append(true)
             .open(&path)
-            .map_err(|source| TraceError::Io {
+            .map_err(|error| TraceError::Io {
                 path: path.clone(),
-                source,
+                error,
             })?;
         Ok(TraceWriter { file, path })
     }
@@ -137,9 +139,9 @@ impl TraceWriter {
             message: e.to_string(),
         })?;
         line.push('\n');
-        let io = |source| TraceError::Io {
+        let io = |error| TraceError::Io {
             path: self.path.clone(),
-            source,
+            error,
         };
         let end = self.file.metadata().map_err(io)?.len();
         // One write call per line keeps concurrent appenders from interleaving within a line.
