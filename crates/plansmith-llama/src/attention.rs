@@ -36,6 +36,24 @@ pub(crate) struct AttnShape {
     pub l: usize,
     /// Positions allocated per KV head in the cache buffers.
     pub cap: usize,
+    /// A sliding-window layer's span: a query at position `p` sees keys `p + 1 - window ..= p`
+    /// (Gemma 3's local layers). `None`: every earlier key.
+    pub window: Option<usize>,
+}
+
+impl AttnShape {
+    /// The keys query `i` sees: `first..end`.
+    fn keys(&self, i: usize) -> (usize, usize) {
+        let end = self.p0 + i + 1;
+        let first = self.window.map_or(0, |w| end.saturating_sub(w));
+        (first, end)
+    }
+
+    /// The key blocks query `i` touches: `b0..b1`.
+    fn blocks(&self, i: usize) -> std::ops::Range<usize> {
+        let (first, end) = self.keys(i);
+        first / KEY_BLOCK..end.div_ceil(KEY_BLOCK)
+    }
 }
 
 /// The values of a contiguous f32 CPU tensor's storage.
@@ -54,8 +72,8 @@ fn cpu_f32<'a>(storage: &'a Storage, layout: &Layout) -> Result<&'a [f32]> {
 }
 
 /// `softmax(scale * q k^T) v` for queries `q [1, nh, l, hd]` (positions `p0..p0 + l`) over
-/// the caches `k`, `v` `[nkv, cap, hd]`, each query seeing positions up to its own. Returns
-/// `[l, nh * hd]`.
+/// the caches `k`, `v` `[nkv, cap, hd]`, each query seeing positions up to its own (within the
+/// shape's window, if any). Returns `[l, nh * hd]`.
 pub(crate) fn cached_attention(
     q: &Tensor,
     k: &Tensor,
@@ -70,8 +88,14 @@ pub(crate) fn cached_attention(
         p0,
         l,
         cap,
+        window,
     } = shape;
-    if nkv == 0 || nh % nkv != 0 || p0 + l > cap || q.elem_count() != nh * l * hd {
+    if nkv == 0
+        || nh % nkv != 0
+        || p0 + l > cap
+        || q.elem_count() != nh * l * hd
+        || window == Some(0)
+    {
         return Err(LlamaError::State(format!(
             "attention shapes do not fit: {shape:?}"
         )));
@@ -133,12 +157,14 @@ fn attend_with(fast: bool, q: &[f32], k: &[f32], v: &[f32], s: AttnShape, scale:
     let group = s.nh / s.nkv;
     // Per block and group head: max score, sum of exp, then hd weighted-V values.
     let stride = group * (2 + s.hd);
-    let blocks_of = |i: usize| (s.p0 + i + 1).div_ceil(KEY_BLOCK);
-    let block_item = |kh: usize, i: usize, b: usize| Item {
-        kh,
-        i,
-        j0: b * KEY_BLOCK,
-        j1: (s.p0 + i + 1).min((b + 1) * KEY_BLOCK),
+    let block_item = |kh: usize, i: usize, b: usize| {
+        let (first, end) = s.keys(i);
+        Item {
+            kh,
+            i,
+            j0: first.max(b * KEY_BLOCK),
+            j1: end.min((b + 1) * KEY_BLOCK),
+        }
     };
     let run_block = |it: Item, scores: &mut [f32], out: &mut [f32]| {
         #[cfg(target_arch = "x86_64")]
@@ -159,9 +185,9 @@ fn attend_with(fast: bool, q: &[f32], k: &[f32], v: &[f32], s: AttnShape, scale:
             let mut partial = Vec::new();
             for pair in range {
                 let (kh, i) = (pair / s.l, pair % s.l);
-                let nb = blocks_of(i);
-                partial.resize(nb * stride, 0.0);
-                for (b, out) in partial.chunks_exact_mut(stride).enumerate() {
+                let blocks = s.blocks(i);
+                partial.resize(blocks.len() * stride, 0.0);
+                for (b, out) in blocks.zip(partial.chunks_exact_mut(stride)) {
                     run_block(block_item(kh, i, b), &mut scores, out);
                 }
                 for g in 0..group {
@@ -179,7 +205,7 @@ fn attend_with(fast: bool, q: &[f32], k: &[f32], v: &[f32], s: AttnShape, scale:
         let mut items = Vec::new();
         for kh in 0..s.nkv {
             for i in 0..s.l {
-                items.extend((0..blocks_of(i)).map(|b| block_item(kh, i, b)));
+                items.extend(s.blocks(i).map(|b| block_item(kh, i, b)));
             }
         }
         let mut partial = vec![0f32; items.len() * stride];
@@ -199,7 +225,7 @@ fn attend_with(fast: bool, q: &[f32], k: &[f32], v: &[f32], s: AttnShape, scale:
         let mut idx = 0;
         for kh in 0..s.nkv {
             for i in 0..s.l {
-                let nb = blocks_of(i);
+                let nb = s.blocks(i).len();
                 let part = &partial[idx * stride..(idx + nb) * stride];
                 for g in 0..group {
                     let h = kh * group + g;
@@ -604,9 +630,9 @@ mod tests {
         for h in 0..s.nh {
             let kh = h / group;
             for i in 0..s.l {
-                let n = s.p0 + i + 1;
+                let (first, n) = s.keys(i);
                 let qh = &q[(h * s.l + i) * s.hd..][..s.hd];
-                let sc: Vec<f64> = (0..n)
+                let sc: Vec<f64> = (first..n)
                     .map(|j| {
                         let kr = &k[(kh * s.cap + j) * s.hd..][..s.hd];
                         qh.iter()
@@ -620,8 +646,8 @@ mod tests {
                 let e: Vec<f64> = sc.iter().map(|x| (x - mx).exp()).collect();
                 let tot: f64 = e.iter().sum();
                 for d in 0..s.hd {
-                    let val: f64 = (0..n)
-                        .map(|j| e[j] * v[(kh * s.cap + j) * s.hd + d] as f64)
+                    let val: f64 = (first..n)
+                        .map(|j| e[j - first] * v[(kh * s.cap + j) * s.hd + d] as f64)
                         .sum::<f64>()
                         / tot;
                     y[(i * s.nh + h) * s.hd + d] = val as f32;
@@ -634,14 +660,21 @@ mod tests {
     #[test]
     fn matches_f64_reference_across_key_blocks() {
         let mut seed = 3u64;
-        for (nh, nkv, hd, p0, l, cap) in [
-            (9, 3, 64, 0, 1, 8),
-            (9, 3, 64, 300, 1, 512),
-            (4, 4, 12, 700, 5, 768),
-            (8, 2, 64, 1500, 20, 1536),
-            (2, 1, 16, 255, 3, 260),
-            (4, 2, 128, 37, 2, 64),
-            (3, 3, 64, 13, 1, 16),
+        for (nh, nkv, hd, p0, l, cap, window) in [
+            (9, 3, 64, 0, 1, 8, None),
+            (9, 3, 64, 300, 1, 512, None),
+            (4, 4, 12, 700, 5, 768, None),
+            (8, 2, 64, 1500, 20, 1536, None),
+            (2, 1, 16, 255, 3, 260, None),
+            (4, 2, 128, 37, 2, 64, None),
+            (3, 3, 64, 13, 1, 16, None),
+            // Sliding windows: inside one block, across block edges, wider than the context,
+            // one key, and many queries (one item per pair).
+            (4, 1, 256, 700, 1, 768, Some(512)),
+            (4, 2, 64, 300, 3, 512, Some(100)),
+            (2, 1, 16, 5, 4, 16, Some(64)),
+            (2, 2, 8, 40, 2, 48, Some(1)),
+            (4, 1, 32, 250, 24, 300, Some(7)),
         ] {
             let s = AttnShape {
                 nh,
@@ -650,6 +683,7 @@ mod tests {
                 p0,
                 l,
                 cap,
+                window,
             };
             let q: Vec<f32> = (0..nh * l * hd).map(|_| lcg(&mut seed) * 3.0).collect();
             let k: Vec<f32> = (0..nkv * cap * hd).map(|_| lcg(&mut seed)).collect();
@@ -697,6 +731,7 @@ mod tests {
                     p0,
                     l,
                     cap,
+                    window: None,
                 },
                 scale,
             );
@@ -710,6 +745,7 @@ mod tests {
                 p0: p0 + l - 1,
                 l: 1,
                 cap,
+                window: None,
             };
             let one = attend_with(fast, &last, &k, &v, s1, scale);
             assert_eq!(&all[(l - 1) * nh * hd..], &one[..], "fast {fast}");
@@ -723,6 +759,7 @@ mod tests {
                 p0,
                 l: 3,
                 cap,
+                window: None,
             };
             let three = attend_with(fast, &first, &k, &v, s3, scale);
             assert_eq!(&all[..3 * nh * hd], &three[..], "fast {fast}");
@@ -739,12 +776,18 @@ mod tests {
             p0: 0,
             l: 1,
             cap: 4,
+            window: None,
         };
         assert!(cached_attention(&t(8), &t(16), &t(16), s, 1.0).is_ok());
         assert!(cached_attention(&t(8), &t(15), &t(16), s, 1.0).is_err());
         assert!(cached_attention(&t(7), &t(16), &t(16), s, 1.0).is_err());
         assert!(cached_attention(&t(8), &t(16), &t(16), AttnShape { nkv: 3, ..s }, 1.0).is_err());
         assert!(cached_attention(&t(8), &t(16), &t(16), AttnShape { p0: 4, ..s }, 1.0).is_err());
+        let no_keys = AttnShape {
+            window: Some(0),
+            ..s
+        };
+        assert!(cached_attention(&t(8), &t(16), &t(16), no_keys, 1.0).is_err());
     }
 
     #[test]

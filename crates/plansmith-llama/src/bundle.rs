@@ -36,8 +36,8 @@ fn token_text(v: Option<&Value>) -> Option<&str> {
 }
 
 impl ModelBundle {
-    /// Load a Llama-family `.gguf` file (weights, BPE tokenizer, chat template; ChatML when the
-    /// file has no template) or a Hugging Face directory (see [`ModelBundle::load_hf`]).
+    /// Load a Llama-family `.gguf` file (weights, tokenizer, chat template; when the file has
+    /// none, Gemma's turn format for Gemma and ChatML for the rest) or a Hugging Face directory (see [`ModelBundle::load_hf`]).
     pub fn load(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
         if path.is_dir() {
@@ -47,6 +47,8 @@ impl ModelBundle {
         let tokenizer = Tokenizer::from_gguf(&g)?;
         let template = if g.metadata().contains_key("tokenizer.chat_template") {
             ChatTemplate::from_gguf(&g, &tokenizer)?
+        } else if g.architecture()? == crate::GgufArch::Gemma3 {
+            ChatTemplate::gemma()
         } else {
             ChatTemplate::chatml()
         };

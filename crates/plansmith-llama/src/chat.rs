@@ -139,6 +139,20 @@ impl ChatTemplate {
         }
     }
 
+    /// Gemma's turn format (`<start_of_turn>user` / `model`, `<end_of_turn>`), for Gemma files
+    /// without a template of their own. Gemma has no system role: as its own template does, the
+    /// system text opens the first user turn, followed by a blank line. Unlike that template, a
+    /// system message alone renders as exactly that opening, so the tools prompt is a prefix of
+    /// the conversation and can be cached. BOS comes from the tokenizer (`add_bos_token`).
+    pub fn gemma() -> Self {
+        Self {
+            source: "{% for m in messages %}{% if m.role == 'system' %}<start_of_turn>user\n{{ m.content | trim }}\n\n{% else %}{% if not (loop.index0 == 1 and messages[0].role == 'system' and m.role == 'user') %}<start_of_turn>{{ 'model' if m.role == 'assistant' else m.role }}\n{% endif %}{{ m.content | trim }}<end_of_turn>\n{% endif %}{% endfor %}{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}".into(),
+            bos_token: String::new(),
+            eos_token: "<end_of_turn>".into(),
+            native_tools: false,
+        }
+    }
+
     /// BOS token text passed to the template.
     pub fn bos_token(&self) -> &str {
         &self.bos_token
@@ -300,6 +314,35 @@ mod tests {
         assert!(ChatTemplate::chatml()
             .native_tools_prompt(&tools, "x")
             .is_err());
+    }
+
+    #[test]
+    fn gemma_puts_the_system_text_in_the_first_user_turn() {
+        let t = ChatTemplate::gemma();
+        let tools = serde_json::json!([{"name": "set", "parameters": {}}]);
+        let p = t.tools_prompt(None, &tools, "set x to 3").unwrap();
+        assert!(p
+            .prefix
+            .starts_with("<start_of_turn>user\nYou are a function-calling"));
+        assert!(p.prefix.ends_with("Reply [] if no tool applies.\n\n"));
+        assert_eq!(
+            &p.full[p.prefix.len()..],
+            "set x to 3<end_of_turn>\n<start_of_turn>model\n"
+        );
+        let chat = t
+            .render(
+                &[
+                    ChatMessage::new("user", "hi"),
+                    ChatMessage::new("assistant", "hello"),
+                ],
+                None,
+                true,
+            )
+            .unwrap();
+        assert_eq!(
+            chat,
+            "<start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\nhello<end_of_turn>\n<start_of_turn>model\n"
+        );
     }
 
     #[test]

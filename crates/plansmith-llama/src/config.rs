@@ -18,6 +18,47 @@ pub struct LlamaConfig {
     pub max_position: usize,
     /// Output head shares the token embedding.
     pub tie_embeddings: bool,
+    /// The Gemma-3 variations of the block; the default is the Llama block.
+    #[serde(default, skip_serializing_if = "Gemma::is_off")]
+    pub gemma: Gemma,
+}
+
+/// How a Gemma-3 decoder differs from a Llama one (llama.cpp's `gemma3` graph, Hugging Face's
+/// `Gemma3ForCausalLM`). All off describes Llama / Qwen.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Gemma {
+    /// Token embeddings are multiplied by `sqrt(hidden_size)` before the first block.
+    pub scale_embeddings: bool,
+    /// The feed-forward gate is GELU (tanh approximation) instead of SiLU: GeGLU.
+    pub gelu_gate: bool,
+    /// Layers that attend only to the last `window` positions (the query's own included);
+    /// `None`: every layer sees the whole context.
+    pub sliding_window: Option<usize>,
+    /// Every `pattern`-th layer (the last of each group) sees the whole context; the others use
+    /// the sliding window. Gemma 3: 6.
+    pub sliding_window_pattern: usize,
+    /// RoPE base of the sliding-window layers (Gemma 3: 10,000; the global layers use
+    /// `rope_theta`).
+    pub rope_theta_local: Option<f64>,
+}
+
+impl Gemma {
+    /// True for a Llama / Qwen block.
+    pub fn is_off(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// `Err` naming `what` for code that handles only the Llama block (LoRA training, export
+    /// to a Hugging Face directory), so a Gemma model is refused instead of computed wrong.
+    pub fn refuse(&self, what: &str) -> crate::Result<()> {
+        if self.is_off() {
+            Ok(())
+        } else {
+            Err(crate::LlamaError::Unsupported(format!(
+                "{what} covers the llama, qwen2 and qwen3 families, not gemma3"
+            )))
+        }
+    }
 }
 
 impl LlamaConfig {
@@ -35,6 +76,23 @@ impl LlamaConfig {
             rms_eps: 1e-5,
             max_position: 256,
             tie_embeddings: true,
+            gemma: Gemma::default(),
+        }
+    }
+
+    /// The attention window of layer `layer`: `Some(w)` for a sliding-window layer.
+    pub fn layer_window(&self, layer: usize) -> Option<usize> {
+        let w = self.gemma.sliding_window?;
+        let pattern = self.gemma.sliding_window_pattern;
+        let global = pattern > 0 && (layer + 1).is_multiple_of(pattern);
+        (!global).then_some(w)
+    }
+
+    /// The RoPE base of layer `layer`.
+    pub fn layer_rope_theta(&self, layer: usize) -> f64 {
+        match (self.layer_window(layer), self.gemma.rope_theta_local) {
+            (Some(_), Some(local)) => local,
+            _ => self.rope_theta,
         }
     }
 
@@ -72,7 +130,15 @@ impl LlamaConfig {
                 ),
             ));
         }
-        for (field, v) in [("rope_theta", self.rope_theta), ("rms_eps", self.rms_eps)] {
+        if let Some(w) = self.gemma.sliding_window {
+            within("sliding_window", w, 1 << 21)?;
+        }
+        let local = self.gemma.rope_theta_local.unwrap_or(self.rope_theta);
+        for (field, v) in [
+            ("rope_theta", self.rope_theta),
+            ("rope_theta_local", local),
+            ("rms_eps", self.rms_eps),
+        ] {
             if !(v.is_finite() && v > 0.0) {
                 return Err((field, format!("{v} must be a positive number")));
             }

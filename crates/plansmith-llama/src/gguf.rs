@@ -10,22 +10,30 @@ use candle_core::quantized::gguf_file::{Content, Value};
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::Device;
 
-use crate::config::LlamaConfig;
+use crate::config::{Gemma, LlamaConfig};
 use crate::error::{LlamaError, Result};
 
 /// The decoder families a GGUF may hold (`general.architecture`). They share one forward: Qwen2
-/// adds q/k/v biases, Qwen3 per-head q/k RMSNorms; both rotate halves (NeoX RoPE), which the
-/// loader turns into the interleaved layout of `llama` files by permuting q/k rows.
+/// adds q/k/v biases, Qwen3 per-head q/k RMSNorms; Gemma3 q/k norms, norms after attention and
+/// feed-forward too, GeGLU, scaled embeddings and sliding-window layers ([`crate::Gemma`]). All
+/// but `llama` rotate halves (NeoX RoPE), which the loader turns into the interleaved layout of
+/// `llama` files by permuting q/k rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum GgufArch {
     Llama,
     Qwen2,
     Qwen3,
+    Gemma3,
 }
+
+/// Gemma 3's sliding-window layout, which llama.cpp fixes in code rather than reading from the
+/// file: five local layers, then one global, with a RoPE base of 10,000 on the local ones.
+const GEMMA3_WINDOW_PATTERN: usize = 6;
+const GEMMA3_LOCAL_ROPE_THETA: f64 = 10_000.0;
 
 impl GgufArch {
     /// Every supported family, in the order error messages list them.
-    pub const ALL: [GgufArch; 3] = [Self::Llama, Self::Qwen2, Self::Qwen3];
+    pub const ALL: [GgufArch; 4] = [Self::Llama, Self::Qwen2, Self::Qwen3, Self::Gemma3];
 
     /// The `general.architecture` value.
     pub fn name(self) -> &'static str {
@@ -33,6 +41,7 @@ impl GgufArch {
             Self::Llama => "llama",
             Self::Qwen2 => "qwen2",
             Self::Qwen3 => "qwen3",
+            Self::Gemma3 => "gemma3",
         }
     }
 
@@ -498,6 +507,28 @@ impl GgufFile {
         }
     }
 
+    /// A float array (F32 or F64 elements; SentencePiece scores).
+    pub fn get_f32_array(&self, key: &str) -> Result<Vec<f32>> {
+        match self.get(key)? {
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| match v {
+                    Value::F32(x) => Ok(*x),
+                    Value::F64(x) => Ok(*x as f32),
+                    other => Err(self.meta_err(
+                        key,
+                        format!(
+                            "element {i}: expected a float, got {:?}",
+                            other.value_type()
+                        ),
+                    )),
+                })
+                .collect(),
+            v => Err(self.meta_err(key, format!("expected an array, got {:?}", v.value_type()))),
+        }
+    }
+
     /// An integer array (any integer width).
     pub fn get_int_array(&self, key: &str) -> Result<Vec<i64>> {
         match self.get(key)? {
@@ -544,7 +575,8 @@ impl GgufFile {
 
     /// The Llama-family configuration described by the metadata (any [`GgufArch`]).
     pub fn llama_config(&self) -> Result<LlamaConfig> {
-        let arch = self.architecture()?.name();
+        let family = self.architecture()?;
+        let arch = family.name();
         let k = |s: &str| format!("{arch}.{s}");
         let hidden = self.get_usize(&k("embedding_length"))?;
         let n_heads = self.get_usize(&k("attention.head_count"))?;
@@ -584,6 +616,16 @@ impl GgufFile {
             rms_eps: self.get_f64(&k("attention.layer_norm_rms_epsilon"))?,
             max_position: self.opt_usize(&k("context_length"))?.unwrap_or(2048),
             tie_embeddings: !self.has_tensor("output.weight"),
+            gemma: match family {
+                GgufArch::Gemma3 => Gemma {
+                    scale_embeddings: true,
+                    gelu_gate: true,
+                    sliding_window: self.opt_usize(&k("attention.sliding_window"))?,
+                    sliding_window_pattern: GEMMA3_WINDOW_PATTERN,
+                    rope_theta_local: Some(GEMMA3_LOCAL_ROPE_THETA),
+                },
+                _ => Gemma::default(),
+            },
         };
         cfg.check().map_err(|(field, reason)| {
             let key = match field {
@@ -596,6 +638,7 @@ impl GgufFile {
                 "head_dim" => "attention.key_length",
                 "max_position" => "context_length",
                 "rope_theta" => "rope.freq_base",
+                "sliding_window" => "attention.sliding_window",
                 _ => "attention.layer_norm_rms_epsilon",
             };
             self.meta_err(&k(key), reason)

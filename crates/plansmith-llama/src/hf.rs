@@ -235,6 +235,7 @@ impl HfConfig {
             rms_eps: f64_key("rms_norm_eps", 1e-6)?,
             max_position: usize_key("max_position_embeddings")?.unwrap_or(2048),
             tie_embeddings: tie,
+            gemma: Default::default(),
         };
         if let Err((field, reason)) = config.check() {
             let key = match field {
@@ -508,6 +509,10 @@ pub fn load_hf_model(dir: &Path) -> Result<(LlamaModel, HfConfig)> {
 
 /// The HF architecture a model's blocks correspond to.
 fn arch_of(model: &LlamaModel) -> Result<HfArch> {
+    model
+        .config()
+        .gemma
+        .refuse("export to a Hugging Face directory")?;
     let b = model.blocks();
     let all = |f: &dyn Fn(&Block) -> bool| b.iter().all(f);
     let none = |f: &dyn Fn(&Block) -> bool| b.iter().all(|x| !f(x));

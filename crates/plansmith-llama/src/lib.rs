@@ -16,9 +16,10 @@ mod kquant;
 mod linear;
 pub mod model;
 pub mod qkernel;
+mod spm;
 pub mod tokenizer;
 
-pub use config::LlamaConfig;
+pub use config::{Gemma, LlamaConfig};
 pub use error::{LlamaError, Result};
 pub use gguf::{GgufArch, GgufFile};
 pub use model::{argmax, KvSnapshot, LlamaModel, Session};

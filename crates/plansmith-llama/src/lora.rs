@@ -186,6 +186,7 @@ impl LoraTrainer {
     /// Dequantize `model` into a frozen f32 base and create adapters (A random, B zero, as PEFT).
     pub fn new(model: &LlamaModel, lora: LoraConfig, lr: f64, seed: u64) -> Result<Self> {
         let cfg = model.config().clone();
+        cfg.gemma.refuse("the autograd reference trainer")?;
         if let Some(t) = lora.targets.iter().find(|t| (**t as usize) > 3) {
             return Err(LlamaError::Unsupported(format!(
                 "the autograd reference trainer adapts attention projections only, not {}",

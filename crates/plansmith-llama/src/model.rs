@@ -60,6 +60,10 @@ pub(crate) struct Block {
     /// interleaved-RoPE layout.
     pub q_norm: Option<Tensor>,
     pub k_norm: Option<Tensor>,
+    /// RMSNorm weights applied to the attention / feed-forward output before it joins the
+    /// residual stream (Gemma 3).
+    pub post_attn_norm: Option<Tensor>,
+    pub post_ffn_norm: Option<Tensor>,
 }
 
 impl Block {
@@ -91,6 +95,8 @@ impl Block {
             bv: None,
             q_norm: None,
             k_norm: None,
+            post_attn_norm: None,
+            post_ffn_norm: None,
         }
     }
 }
@@ -119,6 +125,8 @@ pub struct LlamaModel {
     /// cos / sin tables `[max_position, head_dim / 2]`.
     cos: Tensor,
     sin: Tensor,
+    /// The same for the sliding-window layers when their RoPE base differs (Gemma 3).
+    local_rope: Option<(Tensor, Tensor)>,
     fingerprint: u64,
     device: Device,
 }
@@ -129,12 +137,26 @@ pub struct LlamaModel {
 /// by up to ~1e-5 at a few thousand positions (measured against PyTorch + PEFT gradients in
 /// `tests/lora_peft_golden.rs`, where it was the largest error of the training step).
 pub(crate) fn rope_tables(cfg: &LlamaConfig, device: &Device) -> Result<(Tensor, Tensor)> {
+    rope_tables_for(cfg.rope_theta, cfg, device)
+}
+
+/// [`rope_tables`] for the local (sliding-window) layers, when their base differs.
+fn local_rope_tables(cfg: &LlamaConfig, device: &Device) -> Result<Option<(Tensor, Tensor)>> {
+    match cfg.gemma.rope_theta_local {
+        Some(theta) if theta != cfg.rope_theta && cfg.gemma.sliding_window.is_some() => {
+            Ok(Some(rope_tables_for(theta, cfg, device)?))
+        }
+        _ => Ok(None),
+    }
+}
+
+fn rope_tables_for(theta: f64, cfg: &LlamaConfig, device: &Device) -> Result<(Tensor, Tensor)> {
     let half = cfg.head_dim / 2;
     let n = cfg.max_position;
     let mut cos = Vec::with_capacity(n * half);
     let mut sin = Vec::with_capacity(n * half);
     let inv: Vec<f32> = (0..half)
-        .map(|i| (1.0 / cfg.rope_theta.powf(2.0 * i as f64 / cfg.head_dim as f64)) as f32)
+        .map(|i| (1.0 / theta.powf(2.0 * i as f64 / cfg.head_dim as f64)) as f32)
         .collect();
     for p in 0..n {
         for f in &inv {
@@ -150,7 +172,7 @@ pub(crate) fn rope_tables(cfg: &LlamaConfig, device: &Device) -> Result<(Tensor,
 }
 
 impl LlamaModel {
-    /// Load from an opened GGUF file (any [`GgufArch`]: `llama`, `qwen2`, `qwen3`).
+    /// Load from an opened GGUF file (any [`GgufArch`]: `llama`, `qwen2`, `qwen3`, `gemma3`).
     pub fn from_gguf(g: &mut GgufFile) -> Result<Self> {
         let cfg = g.llama_config()?;
         let d = cfg.hidden_size;
@@ -202,10 +224,15 @@ impl LlamaModel {
                     b.bk = Some(rope_rows(g, &pb("attn_k"), &[nkv * hd], nkv)?.dequantize(&dev)?);
                     b.bv = Some(dense(g, &pb("attn_v"), &[nkv * hd])?);
                 }
-                GgufArch::Qwen3 => {
+                GgufArch::Qwen3 | GgufArch::Gemma3 => {
                     b.q_norm = Some(rope_rows(g, &p("attn_q_norm"), &[hd], 1)?.dequantize(&dev)?);
                     b.k_norm = Some(rope_rows(g, &p("attn_k_norm"), &[hd], 1)?.dequantize(&dev)?);
                 }
+            }
+            if arch == GgufArch::Gemma3 {
+                // Gemma's norms scale by (1 + w); llama.cpp's converter stores 1 + w already.
+                b.post_attn_norm = Some(dense(g, &p("post_attention_norm"), &[d])?);
+                b.post_ffn_norm = Some(dense(g, &p("post_ffw_norm"), &[d])?);
             }
             blocks.push(b);
         }
@@ -221,6 +248,7 @@ impl LlamaModel {
             qmm(g, "output.weight", &[cfg.vocab_size, d])?
         };
         let (cos, sin) = rope_tables(&cfg, &dev)?;
+        let local_rope = local_rope_tables(&cfg, &dev)?;
         let mut h = std::collections::hash_map::DefaultHasher::new();
         serde_json::to_string(&cfg).unwrap_or_default().hash(&mut h);
         g.path().hash(&mut h);
@@ -243,6 +271,7 @@ impl LlamaModel {
             output,
             cos,
             sin,
+            local_rope,
             fingerprint: h.finish(),
             device: dev,
         })
@@ -259,6 +288,7 @@ impl LlamaModel {
     ) -> Result<Self> {
         let dev = embed.device().clone();
         let (cos, sin) = rope_tables(&cfg, &dev)?;
+        let local_rope = local_rope_tables(&cfg, &dev)?;
         let output = Linear::dense(output.unwrap_or_else(|| embed.clone()));
         Ok(Self {
             cfg,
@@ -268,6 +298,7 @@ impl LlamaModel {
             output,
             cos,
             sin,
+            local_rope,
             fingerprint,
             device: dev,
         })
@@ -339,6 +370,7 @@ impl LlamaModel {
             output: Linear::dense(self.output_dense()?),
             cos: self.cos.clone(),
             sin: self.sin.clone(),
+            local_rope: self.local_rope.clone(),
             fingerprint: h.finish(),
             device: self.device.clone(),
         })
@@ -414,6 +446,7 @@ impl LlamaModel {
             output: self.output.clone(),
             cos: self.cos.clone(),
             sin: self.sin.clone(),
+            local_rope: self.local_rope.clone(),
             fingerprint: h.finish(),
             device: self.device.clone(),
         })
@@ -486,10 +519,29 @@ impl LlamaModel {
         let t_all = p0 + l;
         let eps = cfg.rms_eps as f32;
         let mut x = self.embed.lookup(tokens, &self.device)?; // [l, d]
+        if cfg.gemma.scale_embeddings {
+            // In f32, as llama.cpp scales them.
+            x = (x * f64::from((cfg.hidden_size as f32).sqrt()))?;
+        }
         let cos = self.cos.narrow(0, p0, l)?;
         let sin = self.sin.narrow(0, p0, l)?;
+        let local = match &self.local_rope {
+            Some((c, s)) => Some((c.narrow(0, p0, l)?, s.narrow(0, p0, l)?)),
+            None => None,
+        };
         let scale = 1.0 / (hd as f64).sqrt();
+        let post_norm = |y: Tensor, w: &Option<Tensor>| -> Result<Tensor> {
+            Ok(match w {
+                Some(w) => candle_nn::ops::rms_norm(&y, w, eps)?,
+                None => y,
+            })
+        };
         for (li, b) in self.blocks.iter().enumerate() {
+            let window = cfg.layer_window(li);
+            let (cos, sin) = match (&local, window) {
+                (Some((c, s)), Some(_)) => (c, s),
+                _ => (&cos, &sin),
+            };
             let h = candle_nn::ops::rms_norm(&x, &b.attn_norm, eps)?;
             let add_bias = |y: Tensor, bias: &Option<Tensor>| -> Result<Tensor> {
                 Ok(match bias {
@@ -512,8 +564,8 @@ impl LlamaModel {
                 None => k,
             };
             let v = v.reshape((l, nkv, hd))?.transpose(0, 1)?.contiguous()?;
-            let q = candle_nn::rotary_emb::rope_i(&q, &cos, &sin)?;
-            let k = candle_nn::rotary_emb::rope_i(&k, &cos, &sin)?;
+            let q = candle_nn::rotary_emb::rope_i(&q, cos, sin)?;
+            let k = candle_nn::rotary_emb::rope_i(&k, cos, sin)?;
             let k = k.reshape((nkv, l, hd))?;
             kv.k[li].slice_set(&k, 1, p0)?;
             kv.v[li].slice_set(&v, 1, p0)?;
@@ -524,16 +576,21 @@ impl LlamaModel {
                 p0,
                 l,
                 cap: kv.cap,
+                window,
             };
             let y = cached_attention(&q, &kv.k[li], &kv.v[li], shape, scale as f32)?;
-            let y = b.wo.forward(&y)?;
+            let y = post_norm(b.wo.forward(&y)?, &b.post_attn_norm)?;
             x = (x + y)?;
             let h = candle_nn::ops::rms_norm(&x, &b.ffn_norm, eps)?;
             let g = b.gate.forward(&h)?;
             let u = b.up.forward(&h)?;
-            let f = (candle_nn::ops::silu(&g)? * u)?;
-            let f = b.down.forward(&f)?;
-            x = (x + f)?;
+            let g = if cfg.gemma.gelu_gate {
+                g.gelu()? // tanh approximation, as Gemma's `gelu_pytorch_tanh`
+            } else {
+                candle_nn::ops::silu(&g)?
+            };
+            let f = b.down.forward(&(g * u)?)?;
+            x = (x + post_norm(f, &b.post_ffn_norm)?)?;
         }
         kv.len = t_all;
         let x = if all_logits {

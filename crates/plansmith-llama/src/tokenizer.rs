@@ -1,12 +1,14 @@
-//! GPT-2 byte-level BPE tokenizer built from GGUF metadata (`tokenizer.ggml.*`), splitting
-//! text the way llama.cpp does for the file's `tokenizer.ggml.pre`, with special (control)
-//! tokens matched before BPE.
+//! Tokenizers built from GGUF metadata (`tokenizer.ggml.*`), with special (control) tokens
+//! matched before the model's algorithm: GPT-2 byte-level BPE (`gpt2`), splitting text the way
+//! llama.cpp does for the file's `tokenizer.ggml.pre`, or SentencePiece-style merging by score
+//! (`llama`: Gemma, Llama 2; see [`crate::spm`]).
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use crate::error::{LlamaError, Result};
 use crate::gguf::GgufFile;
+use crate::spm::Spm;
 
 /// Token type codes used by GGUF (`tokenizer.ggml.token_type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -334,19 +336,20 @@ pub struct Tokenizer {
     /// A whole pre-tokenized word that is itself a vocabulary entry is emitted as is, without
     /// running merges (`ignore_merges` in `tokenizer.json`; llama.cpp does this for Llama-3).
     pub ignore_merges: bool,
+    /// SentencePiece-style merging by score instead of byte-level BPE.
+    spm: Option<Spm>,
 }
 
 impl Tokenizer {
-    /// Build from the GGUF metadata (`tokenizer.ggml.model` must be `gpt2`).
+    /// Build from the GGUF metadata (`tokenizer.ggml.model`: `gpt2` or `llama`).
     pub fn from_gguf(g: &GgufFile) -> Result<Self> {
         let model = g.get_str("tokenizer.ggml.model")?;
-        if model != "gpt2" {
+        if model != "gpt2" && model != "llama" {
             return Err(LlamaError::Unsupported(format!(
-                "tokenizer model `{model}` (only byte-level BPE `gpt2` is supported)"
+                "tokenizer model `{model}` (supported: gpt2 (byte-level BPE), llama \
+                 (SentencePiece))"
             )));
         }
-        let pre =
-            PreTokenizer::from_gguf_name(g.opt_str("tokenizer.ggml.pre")?.unwrap_or("default"))?;
         let tokens = g.get_str_array("tokenizer.ggml.tokens")?;
         let kinds = if g.metadata().contains_key("tokenizer.ggml.token_type") {
             g.get_int_array("tokenizer.ggml.token_type")?
@@ -360,19 +363,34 @@ impl Tokenizer {
                 tokens.len()
             )));
         }
-        let merges = g.get_str_array("tokenizer.ggml.merges")?;
+        let kinds: Vec<TokenKind> = kinds.into_iter().map(TokenKind::from_code).collect();
+        let mut t = if model == "llama" {
+            let scores = g.get_f32_array("tokenizer.ggml.scores")?;
+            if scores.len() != tokens.len() {
+                return Err(LlamaError::Tokenizer(format!(
+                    "tokenizer.ggml.scores has {} entries but tokenizer.ggml.tokens has {}",
+                    scores.len(),
+                    tokens.len()
+                )));
+            }
+            let prefix = g
+                .opt_bool("tokenizer.ggml.add_space_prefix")?
+                .unwrap_or(true);
+            Self::sentencepiece(tokens, kinds, scores, prefix)?
+        } else {
+            let pre = PreTokenizer::from_gguf_name(
+                g.opt_str("tokenizer.ggml.pre")?.unwrap_or("default"),
+            )?;
+            let merges = g.get_str_array("tokenizer.ggml.merges")?;
+            let mut t = Self::new(tokens, kinds, &merges, pre)?;
+            t.ignore_merges = pre == PreTokenizer::Llama3;
+            t
+        };
         let id = |k: &str| -> Result<Option<u32>> { Ok(g.opt_usize(k)?.map(|v| v as u32)) };
-        let mut t = Self::new(
-            tokens,
-            kinds.into_iter().map(TokenKind::from_code).collect(),
-            &merges,
-            pre,
-        )?;
         t.bos = id("tokenizer.ggml.bos_token_id")?;
         t.eos = id("tokenizer.ggml.eos_token_id")?;
         t.eot = id("tokenizer.ggml.eot_token_id")?;
         t.add_bos = g.opt_bool("tokenizer.ggml.add_bos_token")?.unwrap_or(false);
-        t.ignore_merges = pre == PreTokenizer::Llama3;
         for (name, v) in [("bos", t.bos), ("eos", t.eos), ("eot", t.eot)] {
             if let Some(v) = v {
                 if v as usize >= t.tokens.len() {
@@ -383,6 +401,27 @@ impl Tokenizer {
                 }
             }
         }
+        Ok(t)
+    }
+
+    /// A SentencePiece-style tokenizer from a vocabulary, token kinds and merge scores.
+    pub fn sentencepiece(
+        tokens: Vec<String>,
+        kinds: Vec<TokenKind>,
+        scores: Vec<f32>,
+        add_space_prefix: bool,
+    ) -> Result<Self> {
+        let mut t = Self::from_pairs(tokens, kinds, &[], PreTokenizer::Gpt2)?;
+        t.bytes = t
+            .tokens
+            .iter()
+            .zip(&t.kinds)
+            .map(|(text, k)| match k {
+                TokenKind::Control | TokenKind::Unknown => text.as_bytes().to_vec(),
+                _ => Spm::token_bytes(text),
+            })
+            .collect();
+        t.spm = Some(Spm::new(&t.tokens, scores, add_space_prefix));
         Ok(t)
     }
 
@@ -495,6 +534,7 @@ impl Tokenizer {
             eot: None,
             add_bos: false,
             ignore_merges: false,
+            spm: None,
         })
     }
 
@@ -589,6 +629,17 @@ impl Tokenizer {
                 frags = next;
             }
         }
+        if let Some(spm) = &self.spm {
+            let mut after_special = true;
+            for f in frags {
+                match f {
+                    Err(id) => out.push(id),
+                    Ok(s) => spm.encode(&self.sym_to_id, s, after_special, &mut out),
+                }
+                after_special = f.is_err();
+            }
+            return out;
+        }
         let mut word_buf = String::new();
         for f in frags {
             match f {
@@ -670,7 +721,9 @@ impl Tokenizer {
         }
     }
 
-    /// Decode ids to bytes; special tokens are rendered as their text unless `skip_special`.
+    /// Decode ids to bytes; control tokens are rendered as their text unless `skip_special`
+    /// (user-defined ones, such as Qwen's `<tool_call>` or Gemma's newline runs, are text the
+    /// model writes and always rendered, as llama.cpp renders them).
     pub fn decode_bytes(&self, ids: &[u32], skip_special: bool) -> Result<Vec<u8>> {
         let mut out = Vec::new();
         for &id in ids {
@@ -681,7 +734,12 @@ impl Tokenizer {
                     id,
                     vocab: self.tokens.len(),
                 })?;
-            if skip_special && self.kinds[id as usize].is_special() {
+            if skip_special
+                && matches!(
+                    self.kinds[id as usize],
+                    TokenKind::Control | TokenKind::Unknown | TokenKind::Unused
+                )
+            {
                 continue;
             }
             out.extend_from_slice(b);
@@ -1012,6 +1070,11 @@ impl Tokenizer {
     /// vocabulary string (a JSON object cannot hold both).
     pub fn to_hf_json(&self) -> Result<serde_json::Value> {
         use serde_json::{json, Map, Value};
+        if self.spm.is_some() {
+            return Err(LlamaError::Unsupported(
+                "writing a SentencePiece tokenizer as tokenizer.json".into(),
+            ));
+        }
         let mut vocab = Map::with_capacity(self.tokens.len());
         let mut added = Vec::new();
         for (i, (t, k)) in self.tokens.iter().zip(&self.kinds).enumerate() {

@@ -42,6 +42,7 @@ pub(crate) struct FrozenBase {
 impl FrozenBase {
     pub fn from_model(model: &LlamaModel) -> Result<Self> {
         let cfg = model.config().clone();
+        cfg.gemma.refuse("LoRA training")?;
         if !cfg.head_dim.is_multiple_of(2)
             || cfg.num_kv_heads == 0
             || !cfg.num_heads.is_multiple_of(cfg.num_kv_heads)
