@@ -80,16 +80,15 @@ pub fn is_copied(value: &str, request: &str, unit: CopyUnit) -> bool {
         CopyUnit::Chars => request.contains(value),
         CopyUnit::Words => request.match_indices(value).any(|(start, _)| {
             let end = start + value.len();
-            let before_ok = request[..start]
-                .chars()
-                .next_back()
-                .is_none_or(|c| !is_word_char(c))
-                || !value.chars().next().is_some_and(is_word_char);
-            let after_ok = request[end..]
-                .chars()
-                .next()
-                .is_none_or(|c| !is_word_char(c))
-                || !value.chars().next_back().is_some_and(is_word_char);
+            let mut before = request[..start].chars().rev();
+            let mut after = request[end..].chars();
+            let (first, last) = (value.chars().next(), value.chars().next_back());
+            let (b1, a1) = (before.next(), after.next());
+            let before_ok = (b1.is_none_or(|c| !is_word_char(c))
+                || !first.is_some_and(is_word_char))
+                && !b1.is_some_and(|c| is_number_separator(before.next(), c, first));
+            let after_ok = (a1.is_none_or(|c| !is_word_char(c)) || !last.is_some_and(is_word_char))
+                && !a1.is_some_and(|c| is_number_separator(last, c, after.next()));
             before_ok && after_ok
         }),
     }
@@ -100,9 +99,29 @@ pub fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
 }
 
+/// A `.` or `,` between two digits ("3.50", "1,000", "10.0.0.1") is part of the number's word:
+/// a word-aligned copy may not begin or end at it (`3.50` is never copied as `3`).
+pub fn is_number_separator(before: Option<char>, c: char, after: Option<char>) -> bool {
+    matches!(c, '.' | ',')
+        && before.is_some_and(|b| b.is_ascii_digit())
+        && after.is_some_and(|a| a.is_ascii_digit())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_with_separators_are_one_word() {
+        let r = "it cost 3.50 or 1,000 at 10.0.0.1, then 3. Done";
+        for whole in ["3.50", "1,000", "10.0.0.1", "3", "cost 3.50"] {
+            assert!(is_copied(whole, r, CopyUnit::Words), "{whole}");
+        }
+        for cut in ["50", "1", "000", "10.0", "0.1", "cost 3"] {
+            assert!(!is_copied(cut, r, CopyUnit::Words), "{cut}");
+        }
+        assert!(is_copied("3", "3, 4 or 5", CopyUnit::Words));
+    }
 
     #[test]
     fn word_alignment() {

@@ -291,6 +291,7 @@ unsafe fn item_avx2(
     match s.hd {
         64 => x86::item_fixed::<8>(q, k, v, s, scale, it, scores, out),
         128 => x86::item_fixed::<16>(q, k, v, s, scale, it, scores, out),
+        256 => x86::item_fixed::<32>(q, k, v, s, scale, it, scores, out),
         _ => item_body::<x86::Avx2>(q, k, v, s, scale, it, scores, out),
     }
 }

@@ -353,5 +353,10 @@ mod tests {
         );
         assert_eq!(chunks("ab", CopyUnit::Chars), vec!["a", "b"]);
         assert!(chunks("", CopyUnit::Words).is_empty());
+        // A number's separators stay inside its word; a sentence's full stop does not.
+        assert_eq!(
+            chunks("pay 3.50, 1,000. ok", CopyUnit::Words),
+            vec!["pay", " ", "3.50", ",", " ", "1,000", ".", " ", "ok"]
+        );
     }
 }

@@ -330,7 +330,8 @@ impl Template {
 }
 
 /// Word chunks (runs of word characters, of whitespace, of other characters — the same
-/// classes as `plansmith_core::policy::is_word_char`) or single characters.
+/// classes as `plansmith_core::policy::is_word_char`, with a number's `.` / `,` between digits
+/// inside its word, as `plansmith_core::policy::is_number_separator` says) or single characters.
 pub(super) fn chunks(text: &str, unit: CopyUnit) -> Vec<&str> {
     match unit {
         CopyUnit::Chars => text
@@ -338,10 +339,16 @@ pub(super) fn chunks(text: &str, unit: CopyUnit) -> Vec<&str> {
             .map(|(i, c)| &text[i..i + c.len_utf8()])
             .collect(),
         CopyUnit::Words => {
-            let class = |c: char| {
+            use plansmith_core::policy::{is_number_separator, is_word_char};
+            let chars: Vec<(usize, char)> = text.char_indices().collect();
+            let class = |j: usize| {
+                let c = chars[j].1;
+                let around = |k: Option<usize>| k.and_then(|k| chars.get(k)).map(|&(_, c)| c);
                 if c.is_whitespace() {
                     0
-                } else if plansmith_core::policy::is_word_char(c) {
+                } else if is_word_char(c)
+                    || is_number_separator(around(j.checked_sub(1)), c, around(Some(j + 1)))
+                {
                     1
                 } else {
                     2
@@ -350,8 +357,8 @@ pub(super) fn chunks(text: &str, unit: CopyUnit) -> Vec<&str> {
             let mut out = Vec::new();
             let mut start = 0;
             let mut prev = None;
-            for (i, c) in text.char_indices() {
-                let k = class(c);
+            for (j, &(i, _)) in chars.iter().enumerate() {
+                let k = class(j);
                 if prev.is_some_and(|p| p != k) {
                     out.push(&text[start..i]);
                     start = i;
