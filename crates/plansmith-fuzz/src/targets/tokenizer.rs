@@ -1,7 +1,8 @@
 //! tokenizer.json loading (mutated HF tokenizers: a tokenizer or a typed error), and encode /
-//! decode of arbitrary text through a byte-level BPE (decode(encode(text)) == text).
+//! decode of arbitrary text through a byte-level BPE and a SentencePiece-style vocabulary with
+//! byte fallback (decode(encode(text)) == text for both).
 
-use plansmith_llama::Tokenizer;
+use plansmith_llama::{TokenKind, Tokenizer};
 use serde_json::{json, Map, Value};
 
 use crate::mutate::{self, Rng};
@@ -10,6 +11,43 @@ use crate::{Target, Verdict};
 pub struct TokenizerTarget {
     seed: Value,
     tokenizer: Tokenizer,
+    sentencepiece: Tokenizer,
+}
+
+/// A SentencePiece-style vocabulary: the 256 byte tokens, a few pieces with `▁` for a space
+/// (scores decide the merges), and two control tokens.
+fn sentencepiece() -> Result<Tokenizer, String> {
+    let mut tokens: Vec<String> = (0..=255u8).map(|b| format!("<0x{b:02X}>")).collect();
+    let mut kinds = vec![TokenKind::Byte; 256];
+    let mut scores = vec![0.0f32; 256];
+    let pieces = [
+        "o",
+        "p",
+        "e",
+        "n",
+        "t",
+        "h",
+        "\u{2581}",
+        "op",
+        "en",
+        "\u{2581}op",
+        "\u{2581}open",
+        "th",
+        "the",
+        "\u{2581}the",
+        "é",
+    ];
+    for (i, p) in pieces.iter().enumerate() {
+        tokens.push(p.to_string());
+        kinds.push(TokenKind::Normal);
+        scores.push(-(i as f32));
+    }
+    for c in ["<start_of_turn>", "<end_of_turn>"] {
+        tokens.push(c.into());
+        kinds.push(TokenKind::Control);
+        scores.push(0.0);
+    }
+    Tokenizer::sentencepiece(tokens, kinds, scores, false).map_err(|e| e.to_string())
 }
 
 /// GPT-2's byte-to-character table: printable bytes stand for themselves, the rest are moved
@@ -71,7 +109,11 @@ impl TokenizerTarget {
         let seed = seed_json();
         let tokenizer =
             Tokenizer::from_hf_json(&seed).map_err(|e| format!("the seed tokenizer: {e}"))?;
-        Ok(TokenizerTarget { seed, tokenizer })
+        Ok(TokenizerTarget {
+            seed,
+            tokenizer,
+            sentencepiece: sentencepiece()?,
+        })
     }
 }
 
@@ -123,15 +165,24 @@ impl Target for TokenizerTarget {
         }
         // Arbitrary bytes, as a request would reach us (lossily decoded), round-trip.
         let text = String::from_utf8_lossy(rest);
-        let ids = self.tokenizer.encode(&text, false, false);
-        let back = self
-            .tokenizer
-            .decode(&ids, false)
-            .map_err(|e| format!("decode of encode failed: {e}"))?;
-        if back != text {
-            return Err(format!("round trip changed {text:?} into {back:?}"));
+        for (name, tok) in [
+            ("byte-level BPE", &self.tokenizer),
+            ("SentencePiece", &self.sentencepiece),
+        ] {
+            // SentencePiece writes a space as `▁`, so a literal `▁` comes back as a space (as in
+            // llama.cpp and sentencepiece itself).
+            if name == "SentencePiece" && text.contains('\u{2581}') {
+                continue;
+            }
+            let ids = tok.encode(&text, false, false);
+            let back = tok
+                .decode(&ids, false)
+                .map_err(|e| format!("{name}: decode of encode failed: {e}"))?;
+            if back != text {
+                return Err(format!("{name}: round trip changed {text:?} into {back:?}"));
+            }
+            let _ = tok.encode(&text, true, true);
         }
-        let _ = self.tokenizer.encode(&text, true, true);
         Ok(Verdict::Accepted)
     }
 }
