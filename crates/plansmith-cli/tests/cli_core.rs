@@ -581,3 +581,26 @@ fn a_missing_data_file_names_the_path_and_the_reason_once() {
     assert!(err.contains("no-such-traces.jsonl"), "{err}");
     assert_eq!(err.matches("No such file").count(), 1, "{err}");
 }
+
+/// A catalog the grammar cannot constrain is refused with its reason said once (the grammar
+/// error used to print as `grammar: X: X`).
+#[test]
+fn a_grammar_refusal_is_said_once() {
+    let dir = std::env::temp_dir().join(format!("plansmith-grammar-once-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tools = dir.join("tools.json");
+    std::fs::write(
+        &tools,
+        r#"[{"name":"fly","parameters":{"type":"object","properties":{"code":
+            {"type":"string","pattern":"^[A-Z]{3}$","const":"xxxx"}},"required":["code"]}}]"#,
+    )
+    .unwrap();
+    let o = plansmith(&["plan", "--tools", tools.to_str().unwrap(), "fly to xxxx"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    let first_line = err.lines().next().unwrap_or_default();
+    assert!(first_line.contains("grammar"), "{err}");
+    let reason = first_line.rsplit(": ").next().unwrap();
+    assert_eq!(err.matches(reason).count(), 1, "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -14,10 +14,12 @@ pub enum PlannerError {
     /// Scoring or sampling asked of a planner whose model runs on a remote engine.
     #[error("this needs the model's logits, which a remote backend does not give ({0}); use a local planner")]
     RemoteOnly(String),
+    // These two print their inner error in their own message and so carry it as a plain field,
+    // not as a `source`: an error-chain printer (`{:#}`) would otherwise say it twice.
     #[error("grammar: {0}")]
-    Grammar(#[from] plansmith_grammar::GrammarError),
+    Grammar(plansmith_grammar::GrammarError),
     #[error("token vocabulary: {0}")]
-    TokEnv(#[from] plansmith_grammar::TokEnvError),
+    TokEnv(plansmith_grammar::TokEnvError),
     #[error(transparent)]
     Catalog(#[from] plansmith_core::CatalogError),
     #[error(transparent)]
@@ -58,6 +60,18 @@ pub enum PlannerError {
         block: usize,
         fit: usize,
     },
+}
+
+impl From<plansmith_grammar::GrammarError> for PlannerError {
+    fn from(e: plansmith_grammar::GrammarError) -> Self {
+        Self::Grammar(e)
+    }
+}
+
+impl From<plansmith_grammar::TokEnvError> for PlannerError {
+    fn from(e: plansmith_grammar::TokEnvError) -> Self {
+        Self::TokEnv(e)
+    }
 }
 
 /// Why the engine gave no reply to gate. Every message names the engine's address.
