@@ -749,3 +749,48 @@ fn typeless_values_and_unlisted_required_keys_take_any_json_value() {
         .constraint(&cat, &dsl(Policy::default()), &Request::new("x"))
         .is_ok());
 }
+
+/// In the `<tool_call>` format a model may decline in prose ("I'm sorry, …"), which parses as no
+/// call; the prose cannot carry a call out of the catalog (no tag, code fence or brace), and
+/// with a call required there is no prose at all.
+#[test]
+fn tool_call_surface_takes_a_prose_answer_as_no_call() {
+    let engine = Engine::new(char_env()).unwrap();
+    let req = Request::new("what is the weather like?");
+    let mut options = Options::new(Syntax::ToolCall);
+    let mut c = engine.constraint(&pace(), &options, &req).unwrap();
+    assert_eq!(
+        walk(
+            &mut c,
+            engine.env(),
+            "I'm sorry, I can't check the weather.\nAsk me to open an app."
+        ),
+        None
+    );
+    assert!(c.is_accepting());
+    for (text, refused) in [
+        ("Sure: <tool_call>", '<'),
+        ("Here it is ```json", '`'),
+        ("Call {", '{'),
+        ("```", '`'),
+        (" Sure", ' '),
+    ] {
+        let mut c = engine.constraint(&pace(), &options, &req).unwrap();
+        assert_eq!(
+            walk(&mut c, engine.env(), text).map(|(ch, _)| ch),
+            Some(refused),
+            "{text}"
+        );
+    }
+    let long = format!("I{}", "a".repeat(399));
+    let mut c = engine.constraint(&pace(), &options, &req).unwrap();
+    assert_eq!(walk(&mut c, engine.env(), &long), None);
+    assert_eq!(
+        walk(&mut c, engine.env(), "a").map(|(ch, _)| ch),
+        Some('a'),
+        "400 characters at most"
+    );
+    options.tool_choice = ToolChoice::Required;
+    let mut c = engine.constraint(&pace(), &options, &req).unwrap();
+    assert_eq!(walk(&mut c, engine.env(), "I").map(|(ch, _)| ch), Some('I'));
+}

@@ -648,10 +648,18 @@ impl Planner {
             if mask.is_allowed(self.eos) {
                 end_with_best_stop(&mut logits, self.eos, &self.other_ends);
             }
+            // A prose reply (the `<tool_call>` surface's "no call") only where the model itself
+            // starts in prose: a model about to open a code fence would otherwise be pushed into
+            // prose rather than into a call (measured: Qwen2.5-Coder-0.5B's BFCL `multiple` fell
+            // from 68% to 6% with prose open to every reply).
+            let prose_banned = out_ids.is_empty()
+                && self.settings.syntax == Syntax::ToolCall
+                && !self.starts_prose(masked_argmax(&logits, |_| true));
+            let allowed = |id: u32| mask.is_allowed(id) && !(prose_banned && self.starts_prose(id));
             let tok = if out_ids.len() < max_new {
                 match &prior {
-                    Some(p) => masked_argmax(&p.adjusted(&logits), |id| mask.is_allowed(id)),
-                    None => masked_argmax(&logits, |id| mask.is_allowed(id)),
+                    Some(p) => masked_argmax(&p.adjusted(&logits), allowed),
+                    None => masked_argmax(&logits, allowed),
                 }
             } else {
                 // Over budget (a model repeating itself inside an unbounded string or
@@ -704,6 +712,15 @@ impl Planner {
         decoded.forced_tokens = n_all - n_chosen;
         decoded.chosen_tokens = n_chosen;
         Ok(decoded)
+    }
+
+    /// Whether `token` begins a prose reply (its first byte a letter).
+    fn starts_prose(&self, token: u32) -> bool {
+        self.engine
+            .env()
+            .token_bytes(token)
+            .first()
+            .is_some_and(u8::is_ascii_alphabetic)
     }
 
     /// The chat-completions body this planner sends its remote engine for `req` (what

@@ -43,6 +43,8 @@ pub const DSL_ARRAY_CAP: usize = 16;
 /// count llguidance can represent, and more calls than any plan needs).
 pub const MAX_CALLS: usize = 64;
 
+/// Longest prose reply the `<tool_call>` surface takes as "no call" (characters).
+const PROSE_CHARS: usize = 400;
 const DSL_SAFE: &str = "[^()|=;\\n]";
 /// A [`DSL_SAFE`] character that is not whitespace: the first and last of a copied value.
 const DSL_SAFE_NON_SPACE: &str = "[^()|=;\\s]";
@@ -208,8 +210,17 @@ fn generate(
             }
         }
         Syntax::ToolCall => {
-            // No call is an empty reply: free text would be an escape from the catalog (a
-            // small model then writes its call as a Markdown code block instead of a tag).
+            // No call is an empty reply or a short prose answer that starts with a letter (a
+            // model declining: "I'm sorry, …", which it is far likelier to write than nothing).
+            // The prose holds no tag, code fence, brace or bracket: free text would otherwise
+            // be an escape from the catalog (a small model writes its call as a Markdown code
+            // block instead of a tag).
+            if may_skip {
+                alts.push(g.token(format!(
+                    "/[A-Za-z][^<>`{{}}\\[\\]]{}/",
+                    repeat(0, Some(PROSE_CHARS - 1))
+                )));
+            }
             if max_calls == 0 {
                 alts.push("\"\"".into());
             } else {
