@@ -2,6 +2,8 @@
 //! it, against transformers' float64 logits (`scripts/gemma3_golden.py` made both files). The
 //! sequence is longer than the sliding window, so the local layers' window and RoPE base count.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -23,19 +25,7 @@ fn golden() -> (Vec<u32>, Vec<Vec<f32>>) {
         .iter()
         .map(|t| t.as_u64().unwrap() as u32)
         .collect();
-    let logits = g["logits"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|row| {
-            row.as_array()
-                .unwrap()
-                .iter()
-                .map(|x| x.as_f64().unwrap() as f32)
-                .collect()
-        })
-        .collect();
-    (tokens, logits)
+    (tokens, common::json_rows(&g["logits"]))
 }
 
 fn load() -> Arc<LlamaModel> {
@@ -44,22 +34,8 @@ fn load() -> Arc<LlamaModel> {
     Arc::new(LlamaModel::from_gguf(&mut f).unwrap())
 }
 
-/// Worst |ours - reference| over the largest reference logit, checking top-1 at every position.
 fn worst_error(got: &[Vec<f32>], want: &[Vec<f32>]) -> f32 {
-    assert_eq!(got.len(), want.len());
-    let scale = want
-        .iter()
-        .flatten()
-        .fold(0f32, |m, x| m.max(x.abs()))
-        .max(1e-6);
-    let mut worst = 0f32;
-    for (pos, (a, b)) in got.iter().zip(want).enumerate() {
-        assert_eq!(argmax(a), argmax(b), "top-1 differs at position {pos}");
-        for (x, y) in a.iter().zip(b) {
-            worst = worst.max((x - y).abs() / scale);
-        }
-    }
-    worst
+    common::worst_logit_error(got, want, "gemma3")
 }
 
 #[test]

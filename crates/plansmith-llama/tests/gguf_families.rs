@@ -3,6 +3,8 @@
 //! files are written here, from the tiny checkpoints of the LoRA golden test, the way llama.cpp's
 //! converter lays them out (the script's `--gguf-dir` writes the same files with gguf-py).
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -138,13 +140,6 @@ fn write_family(arch: &str, ftype: &str, dir: &Path) -> PathBuf {
     out
 }
 
-fn argmax(v: &[f32]) -> usize {
-    v.iter()
-        .enumerate()
-        .fold((0, f32::MIN), |b, (i, &x)| if x > b.1 { (i, x) } else { b })
-        .0
-}
-
 #[test]
 fn every_family_in_f32_and_f16_matches_transformers_logits() {
     let g = golden();
@@ -164,35 +159,7 @@ fn every_family_in_f32_and_f16_matches_transformers_logits() {
         assert_eq!(arch.name(), want["arch"].as_str().unwrap(), "{file}");
         let model = Arc::new(LlamaModel::from_gguf(&mut f).unwrap());
         let got = model.session().prefill_all_logits(&tokens).unwrap();
-        let want: Vec<Vec<f32>> = want["logits"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|row| {
-                row.as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|x| x.as_f64().unwrap() as f32)
-                    .collect()
-            })
-            .collect();
-        assert_eq!(got.len(), want.len(), "{file}");
-        let scale = want
-            .iter()
-            .flatten()
-            .fold(0f32, |m, x| m.max(x.abs()))
-            .max(1e-6);
-        let mut worst = 0f32;
-        for (pos, (a, b)) in got.iter().zip(&want).enumerate() {
-            assert_eq!(
-                argmax(a),
-                argmax(b),
-                "{file}: top-1 differs at position {pos}"
-            );
-            for (x, y) in a.iter().zip(b) {
-                worst = worst.max((x - y).abs() / scale);
-            }
-        }
+        let worst = common::worst_logit_error(&got, &common::json_rows(&want["logits"]), file);
         assert!(
             worst <= 1e-4,
             "{file}: worst relative logit error {worst:e}"

@@ -117,6 +117,9 @@ pub enum Started<'a> {
         logits: Vec<f32>,
         /// Whether the shared prefix came from the cache (None: there is no shared prefix).
         prefix_hit: Option<bool>,
+        /// Tokens the model read: the tools prompt and the request (what an API reports as
+        /// its usage's prompt tokens).
+        prompt_tokens: usize,
     },
     Overflow(String),
 }

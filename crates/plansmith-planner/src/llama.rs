@@ -258,6 +258,7 @@ impl ModelBackend for LlamaLm {
             }),
             logits,
             prefix_hit: Some(outcome == PrefixOutcome::Hit),
+            prompt_tokens: pt.tokens.len(),
         })
     }
 }

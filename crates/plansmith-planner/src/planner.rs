@@ -65,6 +65,10 @@ pub struct Outcome {
         with = "opt_duration_ms"
     )]
     pub engine: Option<Duration>,
+    /// Tokens of prompt the answering model read, tools prompt included (absent when no local
+    /// model read one: a remote engine's, or a request that never reached a model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<usize>,
 }
 
 /// One draw of [`Planner::sample`]: its text, and its plan and score when it is valid.
@@ -139,6 +143,8 @@ pub struct Decoded {
     pub truncated: bool,
     /// With a remote backend: the engine's own time.
     pub engine_time: Option<Duration>,
+    /// Tokens of prompt the model read (tools prompt and request; 0 when it read none).
+    pub prompt_tokens: usize,
 }
 
 impl Decoded {
@@ -539,7 +545,7 @@ impl Planner {
             .prepare_hashed(&hash, &grammar_catalog, &options)?;
         // The prompt goes first: a request too long for the model is a dead end, and building
         // its per-request constraint (copy spans over the whole request) would only waste time.
-        let (mut state, mut logits) = match self.lm.start(
+        let (mut state, mut logits, prompt_tokens) = match self.lm.start(
             &catalog,
             &hash,
             &request_text,
@@ -549,13 +555,14 @@ impl Planner {
                 state,
                 logits,
                 prefix_hit,
+                prompt_tokens,
             } => {
                 match prefix_hit {
                     Some(true) => self.bump(|c| c.prefix_cache_hits += 1),
                     Some(false) => self.bump(|c| c.prefix_cache_misses += 1),
                     None => {}
                 }
-                (state, logits)
+                (state, logits, prompt_tokens)
             }
             Started::Overflow(reason) => return Ok(dead_end(reason)),
         };
@@ -711,6 +718,7 @@ impl Planner {
         decoded.conf_weakest = if n_all == 0 { 0.0 } else { weakest };
         decoded.forced_tokens = n_all - n_chosen;
         decoded.chosen_tokens = n_chosen;
+        decoded.prompt_tokens = prompt_tokens;
         Ok(decoded)
     }
 
@@ -928,6 +936,7 @@ impl Planner {
             chosen_tokens: 0,
             truncated: false,
             engine_time: None,
+            prompt_tokens: 0,
         })
     }
 
@@ -1044,6 +1053,7 @@ impl Planner {
                 hop: self.hop.clone(),
                 hops,
                 engine: decoded.engine_time,
+                prompt_tokens: (decoded.prompt_tokens > 0).then_some(decoded.prompt_tokens),
             });
         };
         self.bump(|c| c.escalated += 1);
@@ -1088,6 +1098,7 @@ impl Planner {
             hop: None,
             hops,
             engine: decoded.engine_time,
+            prompt_tokens: (decoded.prompt_tokens > 0).then_some(decoded.prompt_tokens),
         };
         if let Some(teacher) = &self.teacher {
             match teacher.plan(&req.text, &catalog) {
@@ -1356,6 +1367,7 @@ fn dead_end(reason: String) -> Decoded {
         chosen_tokens: 0,
         truncated: false,
         engine_time: None,
+        prompt_tokens: 0,
     }
 }
 

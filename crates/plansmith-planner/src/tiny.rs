@@ -103,6 +103,7 @@ impl ModelBackend for TinyLm {
                 }),
                 logits,
                 prefix_hit,
+                prompt_tokens: tools_tokens + ids.len(),
             }),
             Err(plansmith_lm::LmError::ContextOverflow { needed, block }) => {
                 Ok(Started::Overflow(if tools_tokens == 0 {

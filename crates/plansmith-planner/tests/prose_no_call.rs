@@ -104,6 +104,7 @@ impl ModelBackend for Scripted {
             state: Box::new(state),
             logits,
             prefix_hit: None,
+            prompt_tokens: 0,
         })
     }
     fn check_catalog(&self, _: &Catalog, _: &str, _: CatalogText) -> Result<(), PlannerError> {

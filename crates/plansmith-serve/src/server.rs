@@ -511,9 +511,11 @@ async fn chat_inner(st: &AppState, req: Request) -> Result<Response, ApiError> {
         Reply {
             ext,
             completion_tokens: st.tokens(&o.text),
+            // What the model read, tools prompt included; the request alone where no local
+            // model read a prompt (a remote engine's reply, a dead end before the model).
+            prompt_tokens: o.prompt_tokens.unwrap_or(prompt_tokens),
             calls: o.calls,
             spoken_text: o.spoken_text,
-            prompt_tokens,
         }
     };
     let id = st.new_id();

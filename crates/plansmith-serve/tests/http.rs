@@ -1092,3 +1092,33 @@ async fn the_parentheses_reproduction_on_the_embedded_planner() {
     );
     server.shutdown().await.unwrap();
 }
+
+/// `usage.prompt_tokens` counts what the model read, the tools prompt included (the embedded
+/// planner reads the catalog's signatures before the request): more tools, more prompt tokens
+/// for the same message. It used to count the message alone.
+#[tokio::test]
+async fn usage_counts_the_tools_prompt() {
+    let embedded = std::sync::Arc::new(plansmith_planner::default_planner().unwrap());
+    let config = ServeConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        ..ServeConfig::default()
+    };
+    let server = spawn(embedded, config).await.expect("server starts");
+    let mut c = Client::new(server.addr);
+    let text = "what is the weather in Paris in celsius";
+    let mut usage = Vec::new();
+    for tools in [weather_tools(), json!([weather_tools()[0].clone()])] {
+        let body = json!({"messages": user(text), "tools": tools});
+        let r = c.post_json("/v1/chat/completions", &body).await.unwrap();
+        assert_eq!(r.status, 200, "{}", r.text());
+        let u = r.json()["usage"].clone();
+        let prompt = u["prompt_tokens"].as_u64().unwrap();
+        assert_eq!(
+            u["total_tokens"].as_u64().unwrap(),
+            prompt + u["completion_tokens"].as_u64().unwrap()
+        );
+        usage.push(prompt);
+    }
+    assert!(usage[0] > usage[1], "more tools, more prompt: {usage:?}");
+    server.shutdown().await.unwrap();
+}
