@@ -655,6 +655,9 @@ async fn plan(State(st): State<Arc<AppState>>, req: Request) -> Response {
         if let Some(r) = &o.reason {
             out["reason"] = json!(r);
         }
+        if let Some(n) = o.prompt_tokens {
+            out["prompt_tokens"] = json!(n);
+        }
         add_hops(&mut out, &o);
         Ok::<_, ApiError>(Json(out).into_response())
     }

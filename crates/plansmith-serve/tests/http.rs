@@ -1120,5 +1120,18 @@ async fn usage_counts_the_tools_prompt() {
         usage.push(prompt);
     }
     assert!(usage[0] > usage[1], "more tools, more prompt: {usage:?}");
+    let r = c
+        .post_json(
+            "/v1/plan",
+            &json!({"request": text, "tools": weather_tools()}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        r.json()["prompt_tokens"].as_u64(),
+        Some(usage[0]),
+        "{}",
+        r.text()
+    );
     server.shutdown().await.unwrap();
 }
