@@ -5,10 +5,11 @@ Not part of CI (it needs torch, transformers and gguf); the results are committe
 `cargo test -p plansmith-llama --test gemma3` compares against them without Python.
 
 The model is built by transformers from a tiny Gemma3TextConfig with every weight drawn at
-random (norms too, so Gemma's `1 + w` scaling matters), in float64. It is written as GGUF the
-way llama.cpp's converter writes Gemma 3 (tensor names, metadata keys, `1 + w` stored for every
-RMSNorm weight, q/k rows in Hugging Face's rotate-half order, tied output head), in F32: a few
-hundred KB, committed as the fixture. The sequence is longer than the sliding window, so local
+random (norms too, so Gemma's `1 + w` scaling matters), in float64. Its tensors are saved as
+llama.cpp's converter lays out Gemma 3 (GGUF tensor names, `1 + w` stored for every RMSNorm
+weight, q/k rows in Hugging Face's rotate-half order, tied output head), in F32, as
+tiny-f32.safetensors; the test writes the GGUF from them with the converter's metadata keys
+(`--gguf-dir` writes the same file with gguf-py; no GGUF is committed). The sequence is longer than the sliding window, so local
 and global layers differ; llama.cpp's fixed layout is used (every 6th layer global, local RoPE
 base 10,000).
 
@@ -43,6 +44,7 @@ def config():
 
 
 def write_gguf(path, cfg, sd):
+    """The GGUF llama.cpp's converter would write (`--gguf-dir`; never committed)."""
     w = gguf.GGUFWriter(path, "gemma3")
     w.add_block_count(cfg.num_hidden_layers)
     w.add_context_length(cfg.max_position_embeddings)
@@ -56,11 +58,23 @@ def write_gguf(path, cfg, sd):
     w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
     w.add_sliding_window(cfg.sliding_window)
 
+    for name, a in gguf_tensors(cfg, sd).items():
+        w.add_tensor(name, a)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def gguf_tensors(cfg, sd):
+    """GGUF tensor name -> f32 array, laid out as llama.cpp's converter lays out Gemma 3."""
+    out = {}
+
     def put(name, t, norm=False):
         a = t.detach().to(torch.float64)
         if norm:
             a = a + 1.0  # the converter stores Gemma's (1 + w)
-        w.add_tensor(name, a.to(torch.float32).numpy())
+        out[name] = a.to(torch.float32).numpy()
 
     put("token_embd.weight", sd["model.embed_tokens.weight"])
     for i in range(cfg.num_hidden_layers):
@@ -79,15 +93,14 @@ def write_gguf(path, cfg, sd):
         put(f"blk.{i}.ffn_norm.weight", sd[p + "pre_feedforward_layernorm.weight"], True)
         put(f"blk.{i}.post_ffw_norm.weight", sd[p + "post_feedforward_layernorm.weight"], True)
     put("output_norm.weight", sd["model.norm.weight"], True)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    return out
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=OUT)
+    ap.add_argument("--gguf-dir", default=None,
+                    help="also write the GGUF itself here (the test writes its own; never committed)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     torch.manual_seed(2026)
@@ -106,7 +119,10 @@ def main():
     model.load_state_dict({k: v.to(torch.float32).to(torch.float64) for k, v in sd.items()})
     with torch.no_grad():
         logits = model(torch.tensor([TOKENS])).logits[0]
-    write_gguf(os.path.join(args.out, "tiny-f32.gguf"), cfg, sd)
+    from safetensors.numpy import save_file
+    save_file(gguf_tensors(cfg, sd), os.path.join(args.out, "tiny-f32.safetensors"))
+    if args.gguf_dir:
+        write_gguf(os.path.join(args.gguf_dir, "tiny-f32.gguf"), cfg, sd)
     golden = {"tokens": TOKENS, "logits": logits.tolist(), "layer_types": layer_types,
               "versions": {"torch": torch.__version__,
                            "transformers": __import__("transformers").__version__}}

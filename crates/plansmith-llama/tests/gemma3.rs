@@ -1,6 +1,7 @@
 //! Gemma 3: a tiny random Gemma3ForCausalLM written as GGUF the way llama.cpp's converter writes
-//! it, against transformers' float64 logits (`scripts/gemma3_golden.py` made both files). The
-//! sequence is longer than the sliding window, so the local layers' window and RoPE base count.
+//! it, against transformers' float64 logits (`scripts/gemma3_golden.py` saved the tensors, laid
+//! out as the converter lays them out, and the logits; the GGUF is written here). The sequence is
+//! longer than the sliding window, so the local layers' window and RoPE base count.
 
 mod common;
 
@@ -28,8 +29,51 @@ fn golden() -> (Vec<u32>, Vec<Vec<f32>>) {
     (tokens, common::json_rows(&g["logits"]))
 }
 
+/// Write the tiny model's GGUF (F32; the converter's metadata keys for Gemma 3) and its path.
+fn write_tiny_gguf() -> PathBuf {
+    use candle_core::quantized::gguf_file::{self, Value as Meta};
+    use candle_core::quantized::{GgmlDType, QTensor};
+    let tensors =
+        candle_core::safetensors::load(fixture("tiny-f32.safetensors"), &candle_core::Device::Cpu)
+            .unwrap();
+    let mut names: Vec<&String> = tensors.keys().collect();
+    names.sort();
+    let q: Vec<(&str, QTensor)> = names
+        .iter()
+        .map(|n| {
+            (
+                n.as_str(),
+                QTensor::quantize(&tensors[*n], GgmlDType::F32).unwrap(),
+            )
+        })
+        .collect();
+    let k = |s: &str| format!("gemma3.{s}");
+    let md: Vec<(String, Meta)> = vec![
+        ("general.architecture".into(), Meta::String("gemma3".into())),
+        (k("block_count"), Meta::U32(6)),
+        (k("context_length"), Meta::U32(128)),
+        (k("embedding_length"), Meta::U32(32)),
+        (k("feed_forward_length"), Meta::U32(48)),
+        (k("attention.head_count"), Meta::U32(2)),
+        (k("attention.head_count_kv"), Meta::U32(1)),
+        (k("attention.key_length"), Meta::U32(24)),
+        (k("attention.value_length"), Meta::U32(24)),
+        (k("rope.freq_base"), Meta::F32(1_000_000.0)),
+        (k("attention.layer_norm_rms_epsilon"), Meta::F32(1e-6)),
+        (k("attention.sliding_window"), Meta::U32(8)),
+    ];
+    let md_ref: Vec<(&str, &Meta)> = md.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let t_ref: Vec<(&str, &QTensor)> = q.iter().map(|(k, v)| (*k, v)).collect();
+    let dir = common::temp_dir("gemma3");
+    let out = dir.join("tiny-f32.gguf");
+    gguf_file::write(&mut std::fs::File::create(&out).unwrap(), &md_ref, &t_ref).unwrap();
+    out
+}
+
 fn load() -> Arc<LlamaModel> {
-    let mut f = GgufFile::open(fixture("tiny-f32.gguf")).unwrap();
+    // Written once: the tests run in parallel threads and must not rewrite a file being read.
+    static PATH: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let mut f = GgufFile::open(PATH.get_or_init(write_tiny_gguf)).unwrap();
     assert_eq!(f.architecture().unwrap(), GgufArch::Gemma3);
     Arc::new(LlamaModel::from_gguf(&mut f).unwrap())
 }
