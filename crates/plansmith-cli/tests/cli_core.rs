@@ -258,6 +258,9 @@ fn train_reads_traces_as_it_goes() {
     assert_eq!(meta["floor_fit"]["needed"], fit["needed"]);
     let o = plansmith(&["plan", "--planner", &out, "--json", "open mail"]);
     assert!(stdout(&o).contains("below floor"), "{}", stdout(&o));
+    // The line says how much prompt the model read (the tools prompt counts).
+    let line: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert!(line["prompt_tokens"].as_u64().unwrap() > 2, "{line}");
     // `calibrate` refits under mixle's rule on request, and refuses rates no floor can honour.
     let cal_file = d("data/calibration.jsonl");
     let zero_wrong = d("planner-zero-wrong");

@@ -46,4 +46,7 @@ pub mod lora;
 pub use lora::{LoraConfig, LoraTarget, LoraTrainer, PeftAdapter};
 pub mod train;
 
-pub use train::{check_lora_settings, EngineConfig, Example, LoraEngine, StepStats};
+pub use train::{
+    bf16::supported as bf16_supported, check_lora_settings, BasePrecision, EngineConfig, Example,
+    LoraEngine, StepStats,
+};

@@ -189,6 +189,20 @@ mod tests {
         (tokens, map, spm)
     }
 
+    #[test]
+    fn a_score_list_of_the_wrong_length_is_refused() {
+        let tokens: Vec<String> = ["a", "b", "ab"].iter().map(|t| t.to_string()).collect();
+        let kinds = vec![crate::TokenKind::Normal; 3];
+        let Err(err) = crate::Tokenizer::sentencepiece(tokens, kinds, vec![0.0; 2], true) else {
+            panic!("a short score list was accepted");
+        };
+        let err = err.to_string();
+        assert!(
+            err.contains("scores has 2 entries") && err.contains("has 3"),
+            "{err}"
+        );
+    }
+
     fn pieces(entries: &[(&str, f32)], text: &str, prefix: bool) -> Vec<String> {
         let (tokens, map, mut spm) = vocab(entries);
         spm.add_space_prefix = prefix;

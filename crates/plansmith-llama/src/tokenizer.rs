@@ -366,13 +366,6 @@ impl Tokenizer {
         let kinds: Vec<TokenKind> = kinds.into_iter().map(TokenKind::from_code).collect();
         let mut t = if model == "llama" {
             let scores = g.get_f32_array("tokenizer.ggml.scores")?;
-            if scores.len() != tokens.len() {
-                return Err(LlamaError::Tokenizer(format!(
-                    "tokenizer.ggml.scores has {} entries but tokenizer.ggml.tokens has {}",
-                    scores.len(),
-                    tokens.len()
-                )));
-            }
             let prefix = g
                 .opt_bool("tokenizer.ggml.add_space_prefix")?
                 .unwrap_or(true);
@@ -411,6 +404,14 @@ impl Tokenizer {
         scores: Vec<f32>,
         add_space_prefix: bool,
     ) -> Result<Self> {
+        if scores.len() != tokens.len() {
+            // A short score list would silently leave some pieces unmergeable.
+            return Err(LlamaError::Tokenizer(format!(
+                "tokenizer.ggml.scores has {} entries but tokenizer.ggml.tokens has {}",
+                scores.len(),
+                tokens.len()
+            )));
+        }
         let mut t = Self::from_pairs(tokens, kinds, &[], PreTokenizer::Gpt2)?;
         t.bytes = t
             .tokens

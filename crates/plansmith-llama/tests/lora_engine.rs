@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 
 use candle_core::{Device, Tensor};
 use plansmith_llama::{
-    EngineConfig, Example, LlamaConfig, LlamaModel, LoraConfig, LoraEngine, LoraTarget,
-    LoraTrainer, PeftAdapter,
+    BasePrecision, EngineConfig, Example, LlamaConfig, LlamaModel, LoraConfig, LoraEngine,
+    LoraTarget, LoraTrainer, PeftAdapter,
 };
 
 fn model() -> LlamaModel {
@@ -251,6 +251,55 @@ fn check_sharing_is_exact(b: &[Example]) {
         assert!(err < 1e-4, "{name}: gradient relative error {err}");
     }
     assert!(g_shared.iter().any(|v| *v != 0.0));
+}
+
+/// The bf16 base is the f32 step with its products' inputs rounded to bfloat16: the loss and
+/// every gradient must stay within bf16's precision of the exact step, with prefix sharing on
+/// (the shape of a real training batch). Where the CPU lacks AVX-512 BF16, the engine must
+/// refuse the bf16 base with a typed error instead.
+#[test]
+fn a_bf16_base_follows_the_f32_step_within_bf16_precision() {
+    let m = model();
+    let b = shared_batch(40, 6, 7, 4);
+    let run = |precision: BasePrecision| {
+        let mut e = LoraEngine::new(
+            &m,
+            EngineConfig {
+                rank: 4,
+                alpha: 8.0,
+                targets: LoraTarget::ALL.to_vec(),
+                total_steps: 10,
+                base_precision: precision,
+                ..Default::default()
+            },
+        )?;
+        for (i, p) in e.parameters_mut().iter_mut().enumerate() {
+            *p = (i as f32 * 0.61).sin() * 0.2;
+        }
+        let s = e.loss_and_grad(&b).unwrap();
+        Ok::<_, plansmith_llama::LlamaError>((s, all_grads(&e)))
+    };
+    let (exact, g_exact) = run(BasePrecision::F32).unwrap();
+    if !plansmith_llama::bf16_supported() {
+        let Err(err) = run(BasePrecision::Bf16) else {
+            panic!("a bf16 base was accepted on a CPU without AVX-512 BF16");
+        };
+        let err = err.to_string();
+        assert!(err.contains("AVX-512 BF16"), "{err}");
+        return;
+    }
+    let (half, g_half) = run(BasePrecision::Bf16).unwrap();
+    assert_eq!(half.rows, exact.rows);
+    let loss_err = (half.loss - exact.loss).abs() / exact.loss;
+    assert!(loss_err < 5e-3, "loss {} vs f32 {}", half.loss, exact.loss);
+    let err = rel_err(&g_half, &g_exact);
+    eprintln!("bf16: loss error {loss_err:.2e}, gradient error {err:.2e}");
+    assert!(err < 3e-2, "gradient relative error {err}");
+    assert!(
+        err > 0.0,
+        "the bf16 step computed exactly the f32 step: was it used?"
+    );
+    assert!(g_half.iter().all(|v| v.is_finite()));
 }
 
 fn config(steps: usize) -> EngineConfig {

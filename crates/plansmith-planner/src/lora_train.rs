@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use plansmith_core::{Catalog, Syntax, Trace};
-use plansmith_llama::{EngineConfig, Example, GgufBundle, LoraEngine, LoraTarget};
+use plansmith_llama::{BasePrecision, EngineConfig, Example, GgufBundle, LoraEngine, LoraTarget};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::ModelBackend;
@@ -41,6 +41,9 @@ pub struct LoraSpec {
     /// Activation memory a step may keep to skip the backward's recompute.
     #[serde(default = "default_activation_memory")]
     pub activation_memory_bytes: usize,
+    /// The frozen base's precision in the step's products (f32 for specs written before it).
+    #[serde(default)]
+    pub base_precision: BasePrecision,
     /// How the confidence floor is chosen on the calibration split.
     pub floor: crate::guarantee::FloorRule,
     /// Write a checkpoint every this many steps (0: only when stopped).
@@ -207,6 +210,7 @@ pub fn train_lora(
         warmup_steps: (steps / 20).max(1).min(steps),
         total_steps: steps,
         keep_activations_bytes: spec.activation_memory_bytes,
+        base_precision: spec.base_precision,
         ..EngineConfig::default()
     };
     let mut engine = LoraEngine::new(&bundle.model, config)?;

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Args;
-use plansmith_llama::{EngineConfig, Example, LoraEngine};
+use plansmith_llama::{BasePrecision, EngineConfig, Example, LoraEngine};
 use serde::Serialize;
 
 #[derive(Args)]
@@ -45,8 +45,38 @@ pub struct BenchLoraArgs {
     /// `train --base --activation-memory`).
     #[arg(long, default_value_t = 1.5)]
     activation_memory: f64,
+    /// The frozen base's precision in our step (as `train --base --base-precision`). The peer
+    /// runs f32 either way; `--peer-bf16` adds PyTorch's bf16 autocast.
+    #[arg(long, value_enum, default_value_t = PrecisionArg::Auto)]
+    base_precision: PrecisionArg,
+    /// Also time the peer under `torch.autocast("cpu", dtype=torch.bfloat16)`: bf16 against
+    /// bf16.
+    #[arg(long, requires = "peer")]
+    peer_bf16: bool,
     #[arg(long)]
     json: bool,
+}
+
+/// `--base-precision`: how the frozen base enters the LoRA step's matrix products.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PrecisionArg {
+    /// bf16 where the CPU has AVX-512 BF16, f32 elsewhere.
+    Auto,
+    /// Exact: the dequantized base in f32.
+    F32,
+    /// Base and activations rounded to bfloat16, sums in f32; about twice as fast. Needs
+    /// AVX-512 BF16.
+    Bf16,
+}
+
+impl PrecisionArg {
+    pub fn resolve(self) -> BasePrecision {
+        match self {
+            Self::Auto => BasePrecision::fastest(),
+            Self::F32 => BasePrecision::F32,
+            Self::Bf16 => BasePrecision::Bf16,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
@@ -58,6 +88,13 @@ pub struct CaseResult {
     pub seconds_per_step: f64,
     pub tokens_per_sec: f64,
     pub peak_rss_gb: Option<f64>,
+    /// `f32` or `bf16`: the frozen base's products (ours) or autocast (the peer).
+    #[serde(default = "f32_name")]
+    pub precision: String,
+}
+
+fn f32_name() -> String {
+    "f32".into()
 }
 
 struct Case {
@@ -157,6 +194,7 @@ fn time_case(
     rank: usize,
     steps: usize,
     keep_activations_bytes: usize,
+    base_precision: BasePrecision,
 ) -> anyhow::Result<CaseResult> {
     let mut engine = LoraEngine::new(
         model,
@@ -167,6 +205,7 @@ fn time_case(
             share_prefix: shared.then_some(32),
             dropout: 0.0,
             keep_activations_bytes,
+            base_precision,
             ..EngineConfig::default()
         },
     )?;
@@ -185,6 +224,11 @@ fn time_case(
         seconds_per_step: s,
         tokens_per_sec: tokens as f64 / s,
         peak_rss_gb: plansmith_planner::lora_train::peak_rss().map(|b| b as f64 / 1e9),
+        precision: match base_precision {
+            BasePrecision::F32 => "f32",
+            BasePrecision::Bf16 => "bf16",
+        }
+        .into(),
     })
 }
 
@@ -194,6 +238,7 @@ pub fn run(args: BenchLoraArgs) -> anyhow::Result<()> {
     let cases = cases(&examples, &args.cases);
     let bundle = plansmith_llama::GgufBundle::load(&args.gguf)?;
     let keep = (args.activation_memory * 1e9) as usize;
+    let precision = args.base_precision.resolve();
     let mut ours = Vec::new();
     for c in &cases {
         for shared in [false, true] {
@@ -204,11 +249,19 @@ pub fn run(args: BenchLoraArgs) -> anyhow::Result<()> {
             {
                 continue;
             }
-            let r = time_case(&bundle.model, c, shared, args.rank, args.steps, keep)?;
+            let r = time_case(
+                &bundle.model,
+                c,
+                shared,
+                args.rank,
+                args.steps,
+                keep,
+                precision,
+            )?;
             if !args.json {
                 eprintln!(
-                    "ours {} shared={} {:.2} s/step {:.0} tok/s",
-                    r.case, r.shared, r.seconds_per_step, r.tokens_per_sec
+                    "ours {} {} shared={} {:.2} s/step {:.0} tok/s",
+                    r.case, r.precision, r.shared, r.seconds_per_step, r.tokens_per_sec
                 );
             }
             ours.push(r);
@@ -247,6 +300,7 @@ pub fn run(args: BenchLoraArgs) -> anyhow::Result<()> {
                 "--out",
                 &out.display().to_string(),
             ])
+            .args(args.peer_bf16.then_some("--bf16"))
             .status()?;
         anyhow::ensure!(status.success(), "bench/lora_peer.py failed ({status})");
         peer = serde_json::from_slice(&std::fs::read(&out)?)?;
@@ -265,21 +319,28 @@ pub fn run(args: BenchLoraArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     println!(
-        "LoRA r={} on all projections, {} ({threads} threads), {} timed steps per case",
+        "LoRA r={} on all projections, {} ({threads} threads), {} timed steps per case; our \
+         frozen base in {}",
         args.rank,
         args.gguf.display(),
-        args.steps
+        args.steps,
+        ours.first().map_or("-", |r| r.precision.as_str())
     );
-    println!("| case | examples x tokens | prefix shared | s/step | tokens/s | peak RSS | PEFT tokens/s | PEFT peak RSS | vs PEFT | vs unshared |");
-    println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| case | examples x tokens | prefix shared | s/step | tokens/s | peak RSS | PEFT tokens/s | PEFT peak RSS | vs PEFT | vs unshared | PEFT bf16 tokens/s | vs PEFT bf16 |");
+    println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in &ours {
-        let p = peer.iter().find(|p| p.case == r.case);
+        let p = peer
+            .iter()
+            .find(|p| p.case == r.case && p.precision == "f32");
+        let pb = peer
+            .iter()
+            .find(|p| p.case == r.case && p.precision == "bf16");
         let gb = |v: Option<f64>| {
             v.map(|g| format!("{g:.2} GB"))
                 .unwrap_or_else(|| "-".into())
         };
         println!(
-            "| {} | {} x {} | {} | {:.2} | {:.0} | {} | {} | {} | {} | {} |",
+            "| {} | {} x {} | {} | {:.2} | {:.0} | {} | {} | {} | {} | {} | {} | {} |",
             r.case,
             r.examples,
             r.tokens_per_step / r.examples,
@@ -299,6 +360,10 @@ pub fn run(args: BenchLoraArgs) -> anyhow::Result<()> {
             } else {
                 String::new()
             },
+            pb.map(|p| format!("{:.0}", p.tokens_per_sec))
+                .unwrap_or_else(|| "-".into()),
+            pb.map(|p| format!("{:.2}x", r.tokens_per_sec / p.tokens_per_sec))
+                .unwrap_or_else(|| "-".into()),
         );
     }
     Ok(())

@@ -262,6 +262,9 @@ pub fn run(args: PlanArgs) -> anyhow::Result<Outcome> {
             if let Some(engine) = o.engine {
                 line["engine_ms"] = json!(engine.as_secs_f64() * 1e3);
             }
+            if let Some(n) = o.prompt_tokens {
+                line["prompt_tokens"] = json!(n);
+            }
             if !o.hops.is_empty() {
                 line["hop"] = json!(o.hop);
                 line["hops"] = json!(o.hops);

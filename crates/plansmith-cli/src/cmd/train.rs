@@ -144,6 +144,12 @@ pub struct TrainArgs {
     /// 32-example Pace batch need ~3 GB. Lower it on a small machine.
     #[arg(long, default_value_t = 4.0, requires = "base")]
     activation_memory: f64,
+    /// The frozen base's precision in the LoRA step's matrix products: `bf16` rounds the base
+    /// and the activations to bfloat16 and sums in f32 (about twice as fast; needs AVX-512
+    /// BF16), `f32` is exact, `auto` takes bf16 where the CPU has it. The adapter, its
+    /// gradients and AdamW are f32 either way.
+    #[arg(long, value_enum, default_value_t = super::bench_lora::PrecisionArg::Auto, requires = "base")]
+    base_precision: super::bench_lora::PrecisionArg,
     /// LoRA optimizer steps of --batch-size examples (default: one pass over the data).
     #[arg(long, requires = "base")]
     steps: Option<usize>,
@@ -413,6 +419,7 @@ fn train_lora(
         seed: args.seed,
         max_tokens: args.max_tokens,
         activation_memory_bytes: (args.activation_memory.max(0.0) * 1e9) as usize,
+        base_precision: args.base_precision.resolve(),
         floor: args.floor.rule()?,
         checkpoint_every: args.checkpoint_every,
         checkpoint_dir,
@@ -420,9 +427,14 @@ fn train_lora(
     };
     if !args.quiet && !args.json {
         eprintln!(
-            "LoRA r={} on {} ({} train traces, calibration {}, test {}); checkpoints in {}",
+            "LoRA r={} on {}, frozen base in {} ({} train traces, calibration {}, test {}); \
+             checkpoints in {}",
             spec.rank,
             base.display(),
+            match spec.base_precision {
+                plansmith_llama::BasePrecision::F32 => "f32",
+                plansmith_llama::BasePrecision::Bf16 => "bf16",
+            },
             splits.train.len(),
             splits.calibration.len(),
             splits.test.len(),

@@ -7,6 +7,7 @@
 
 use rayon::prelude::*;
 
+use super::bf16::{product, Lhs, PackedB};
 use super::kernels::{dot8, exp_shifted, max8, mm, Par};
 use super::pack::{Pack, Segment};
 
@@ -21,6 +22,8 @@ pub(crate) struct Heads {
     pub nkv: usize,
     pub hd: usize,
     pub scale: f32,
+    /// Products in bf16 (inputs rounded, sums in f32), as the frozen base's are.
+    pub bf16: bool,
 }
 
 impl Heads {
@@ -35,33 +38,167 @@ fn key_ranges(s: &Segment, i1: usize) -> [(usize, usize); 2] {
     [s.parent.unwrap_or((0, 0)), (s.start, i1)]
 }
 
-/// `out (rows x nk) = a keys^T` over the key ranges, laid side by side in `out`'s columns
-/// (`nk` = the ranges' total length): the scores `q k^T`, or `dY v^T` in the backward.
-fn against_keys(
-    out: &mut [f32],
-    a: &[f32],
-    keys: &[f32],
+/// One head's keys and values and the four products attention makes with them, in f32 or
+/// bf16. Key ranges are `(first row, count)` and always begin a segment, so in bf16 each
+/// segment's K and V are packed once per head (as `K^T`, `K`, `V^T`, `V`) and every query
+/// block takes the leading rows it may see.
+struct HeadKv<'a> {
+    k: &'a [f32],
+    v: &'a [f32],
     hd: usize,
-    ranges: &[(usize, usize); 2],
-    rows: usize,
-) {
-    let nk = ranges[0].1 + ranges[1].1;
-    let mut col = 0;
-    for &(start, len) in ranges {
-        mm(
-            &mut out[col..],
-            nk,
-            a,
-            hd,
-            false,
-            &keys[start * hd..],
-            hd,
-            true,
-            (rows, len, hd),
-            false,
-            Par::One,
-        );
-        col += len;
+    /// bf16 only: per segment (in `starts` order) its packs, and scratch for the operands.
+    starts: Vec<usize>,
+    packs: Vec<[PackedB; 4]>,
+    lhs: Lhs,
+    rhs: PackedB,
+}
+
+/// Which pack of a segment: `B = K^T` (scores), `B = V` (outputs), `B = V^T` (dP), `B = K` (dQ).
+const KT: usize = 0;
+const V: usize = 1;
+const VT: usize = 2;
+const K: usize = 3;
+
+impl<'a> HeadKv<'a> {
+    fn new(pack: &Pack, g: &Heads, k: &'a [f32], v: &'a [f32], backward: bool) -> Self {
+        let mut kv = Self {
+            k,
+            v,
+            hd: g.hd,
+            starts: Vec::new(),
+            packs: Vec::new(),
+            lhs: Lhs::new(),
+            rhs: PackedB::empty(),
+        };
+        if g.bf16 {
+            let hd = g.hd;
+            for s in &pack.segments {
+                let (ks, vs) = (&k[s.start * hd..], &v[s.start * hd..]);
+                let mut p = [(); 4].map(|_| PackedB::empty());
+                p[KT].refill(hd, s.len, |d, j| ks[j * hd + d]);
+                p[V].refill(s.len, hd, |j, d| vs[j * hd + d]);
+                if backward {
+                    p[VT].refill(hd, s.len, |d, j| vs[j * hd + d]);
+                    p[K].refill(s.len, hd, |j, d| ks[j * hd + d]);
+                }
+                kv.starts.push(s.start);
+                kv.packs.push(p);
+            }
+        }
+        kv
+    }
+
+    fn packed(&self, start: usize, which: usize) -> &PackedB {
+        let i = self
+            .starts
+            .binary_search(&start)
+            .expect("attention key ranges begin a segment");
+        &self.packs[i][which]
+    }
+
+    /// `out[.., 0..len] = a keys[range]^T` (`a`: rows x hd): the scores with `keys = K`, or dP
+    /// with `a = dY` and `keys = V`.
+    fn against(
+        &mut self,
+        out: &mut [f32],
+        ldo: usize,
+        a: &[f32],
+        rows: usize,
+        range: (usize, usize),
+        values: bool,
+    ) {
+        let (start, len) = range;
+        if self.starts.is_empty() {
+            let keys = if values { self.v } else { self.k };
+            let hd = self.hd;
+            mm(
+                out,
+                ldo,
+                a,
+                hd,
+                false,
+                &keys[start * hd..],
+                hd,
+                true,
+                (rows, len, hd),
+                false,
+                Par::One,
+            );
+            return;
+        }
+        self.lhs.rows(a, self.hd, rows, self.hd);
+        let b = self.packed(start, if values { VT } else { KT });
+        product(out, ldo, &self.lhs, b, len, false);
+    }
+
+    /// `out (rows x hd) [+]= p[.., 0..len] rows[range]` (`p` with row stride `ldp`): outputs
+    /// with `P` and `V`, or dQ with dS and `K`.
+    #[allow(clippy::too_many_arguments)]
+    fn times(
+        &mut self,
+        out: &mut [f32],
+        p: &[f32],
+        ldp: usize,
+        rows: usize,
+        range: (usize, usize),
+        keys: bool,
+        acc: bool,
+    ) {
+        let (start, len) = range;
+        let hd = self.hd;
+        if self.starts.is_empty() {
+            let m = if keys { self.k } else { self.v };
+            mm(
+                out,
+                hd,
+                p,
+                ldp,
+                false,
+                &m[start * hd..],
+                hd,
+                false,
+                (rows, hd, len),
+                acc,
+                Par::One,
+            );
+            return;
+        }
+        self.lhs.rows(p, ldp, rows, len);
+        let b = self.packed(start, if keys { K } else { V });
+        product(out, hd, &self.lhs, b, hd, acc);
+    }
+
+    /// `out[range] (len x hd) += p[.., 0..len]^T x` (`x`: rows x hd): dK with dS and Q, dV with
+    /// P and dY.
+    fn transposed_times(
+        &mut self,
+        out: &mut [f32],
+        p: &[f32],
+        ldp: usize,
+        x: &[f32],
+        rows: usize,
+        len: usize,
+    ) {
+        let hd = self.hd;
+        if self.starts.is_empty() {
+            mm(
+                out,
+                hd,
+                p,
+                ldp,
+                true,
+                x,
+                hd,
+                false,
+                (len, hd, rows),
+                true,
+                Par::One,
+            );
+            return;
+        }
+        self.lhs.columns(p, ldp, len, rows);
+        self.rhs.refill(rows, hd, |r, d| x[r * hd + d]);
+        product(out, hd, &self.lhs, &self.rhs, hd, true);
     }
 }
 
@@ -70,14 +207,20 @@ fn against_keys(
 fn probabilities(
     p: &mut [f32],
     q: &[f32],
-    k: &[f32],
+    kv: &mut HeadKv,
     g: &Heads,
     ranges: &[(usize, usize); 2],
     i0: usize,
     rows: usize,
 ) {
     let nk = ranges[0].1 + ranges[1].1;
-    against_keys(p, q, k, g.hd, ranges, rows);
+    let mut col = 0;
+    for &range in ranges {
+        if range.1 > 0 {
+            kv.against(&mut p[col..], nk, q, rows, range, false);
+        }
+        col += range.1;
+    }
     let own0 = ranges[0].1;
     for r in 0..rows {
         let row = &mut p[r * nk..(r + 1) * nk];
@@ -101,11 +244,12 @@ pub(crate) fn forward(pack: &Pack, g: &Heads, q: &[f32], k: &[f32], v: &[f32], y
     let plane = g.n * g.hd;
     y.par_chunks_mut(plane).enumerate().for_each(|(h, yh)| {
         let kv = g.kv_of(h);
-        let (qh, kh, vh) = (
-            &q[h * plane..],
+        let qh = &q[h * plane..];
+        let (kh, vh) = (
             &k[kv * plane..(kv + 1) * plane],
             &v[kv * plane..(kv + 1) * plane],
         );
+        let mut kv = HeadKv::new(pack, g, kh, vh, false);
         let mut p = Vec::new();
         for s in &pack.segments {
             for i0 in (0..s.len).step_by(BLOCK) {
@@ -114,24 +258,15 @@ pub(crate) fn forward(pack: &Pack, g: &Heads, q: &[f32], k: &[f32], v: &[f32], y
                 let nk = ranges[0].1 + ranges[1].1;
                 p.resize(rows * nk, 0.0);
                 let qb = &qh[(s.start + i0) * g.hd..];
-                probabilities(&mut p, qb, kh, g, &ranges, i0, rows);
+                probabilities(&mut p, qb, &mut kv, g, &ranges, i0, rows);
                 let out = &mut yh[(s.start + i0) * g.hd..(s.start + i0 + rows) * g.hd];
+                out.fill(0.0);
                 let mut col = 0;
-                for (i, &(start, len)) in ranges.iter().enumerate() {
-                    mm(
-                        out,
-                        g.hd,
-                        &p[col..],
-                        nk,
-                        false,
-                        &vh[start * g.hd..],
-                        g.hd,
-                        false,
-                        (rows, g.hd, len),
-                        i > 0,
-                        Par::One,
-                    );
-                    col += len;
+                for &range in &ranges {
+                    if range.1 > 0 {
+                        kv.times(out, &p[col..], nk, rows, range, false, true);
+                    }
+                    col += range.1;
                 }
             }
         }
@@ -164,11 +299,12 @@ pub(crate) fn backward(
         .for_each(|(h, ((dqh, dkh), dvh))| {
             dqh.fill(0.0);
             let kv = g.kv_of(h);
-            let (qh, kh, vh) = (
-                &q[h * plane..(h + 1) * plane],
+            let qh = &q[h * plane..(h + 1) * plane];
+            let (kh, vh) = (
                 &k[kv * plane..(kv + 1) * plane],
                 &v[kv * plane..(kv + 1) * plane],
             );
+            let mut kv = HeadKv::new(pack, g, kh, vh, true);
             let dyh = &dy[h * plane..(h + 1) * plane];
             let (mut p, mut dp) = (Vec::new(), Vec::new());
             for s in &pack.segments {
@@ -180,9 +316,15 @@ pub(crate) fn backward(
                     dp.resize(rows * nk, 0.0);
                     let r0 = (s.start + i0) * g.hd;
                     let (qb, dyb) = (&qh[r0..r0 + rows * g.hd], &dyh[r0..r0 + rows * g.hd]);
-                    probabilities(&mut p, qb, kh, g, &ranges, i0, rows);
+                    probabilities(&mut p, qb, &mut kv, g, &ranges, i0, rows);
                     // dP = dY V^T
-                    against_keys(&mut dp, dyb, vh, g.hd, &ranges, rows);
+                    let mut col = 0;
+                    for &range in &ranges {
+                        if range.1 > 0 {
+                            kv.against(&mut dp[col..], nk, dyb, rows, range, true);
+                        }
+                        col += range.1;
+                    }
                     // dS = P (dP - rowsum(P dP)) * scale, in dp
                     for r in 0..rows {
                         let (pr, dr) = (&p[r * nk..(r + 1) * nk], &mut dp[r * nk..(r + 1) * nk]);
@@ -192,48 +334,23 @@ pub(crate) fn backward(
                         }
                     }
                     let mut col = 0;
-                    for &(start, len) in &ranges {
-                        let span = start * g.hd..(start + len) * g.hd;
-                        // dQ += dS K ; dK += dS^T Q ; dV += P^T dY
-                        mm(
-                            &mut dqh[r0..r0 + rows * g.hd],
-                            g.hd,
-                            &dp[col..],
-                            nk,
-                            false,
-                            &kh[span.clone()],
-                            g.hd,
-                            false,
-                            (rows, g.hd, len),
-                            true,
-                            Par::One,
-                        );
-                        mm(
-                            &mut dkh[span.clone()],
-                            g.hd,
-                            &dp[col..],
-                            nk,
-                            true,
-                            qb,
-                            g.hd,
-                            false,
-                            (len, g.hd, rows),
-                            true,
-                            Par::One,
-                        );
-                        mm(
-                            &mut dvh[span],
-                            g.hd,
-                            &p[col..],
-                            nk,
-                            true,
-                            dyb,
-                            g.hd,
-                            false,
-                            (len, g.hd, rows),
-                            true,
-                            Par::One,
-                        );
+                    for &range in &ranges {
+                        let (start, len) = range;
+                        if len > 0 {
+                            let span = start * g.hd..(start + len) * g.hd;
+                            // dQ += dS K ; dK += dS^T Q ; dV += P^T dY
+                            let dqb = &mut dqh[r0..r0 + rows * g.hd];
+                            kv.times(dqb, &dp[col..], nk, rows, range, true, true);
+                            kv.transposed_times(
+                                &mut dkh[span.clone()],
+                                &dp[col..],
+                                nk,
+                                qb,
+                                rows,
+                                len,
+                            );
+                            kv.transposed_times(&mut dvh[span], &p[col..], nk, dyb, rows, len);
+                        }
                         col += len;
                     }
                 }

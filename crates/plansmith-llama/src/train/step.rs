@@ -7,8 +7,8 @@ use rayon::prelude::*;
 
 use super::attention::{self, Heads};
 use super::kernels::{
-    exp_shifted, linear, linear_back, max8, mm, rms_apply, rms_bwd, rms_fwd, rope, rope_back,
-    swiglu_bwd, swiglu_fwd, Par,
+    exp_shifted, max8, mm, rms_apply, rms_bwd, rms_fwd, rope, rope_back, swiglu_bwd, swiglu_fwd,
+    Par,
 };
 use super::pack::Pack;
 use super::weights::{FrozenBase, LoraParams, Slot};
@@ -194,6 +194,7 @@ impl Ctx<'_> {
             nkv: c.num_kv_heads,
             hd: c.head_dim,
             scale: 1.0 / (c.head_dim as f32).sqrt(),
+            bf16: self.base.precision == super::BasePrecision::Bf16,
         }
     }
 
@@ -211,7 +212,7 @@ impl Ctx<'_> {
     ) {
         let n = self.pack.rows();
         let (out, inp) = t.shape(&self.base.cfg);
-        linear(y, x, &self.base.layers[li].w[t as usize], n, inp, out);
+        self.base.layers[li].w[t as usize].linear(y, x, n, inp, out);
         if let Some(b) = bias {
             for row in y.chunks_exact_mut(out) {
                 for (v, bb) in row.iter_mut().zip(b) {
@@ -279,15 +280,7 @@ impl Ctx<'_> {
     ) {
         let n = self.pack.rows();
         let (out, inp) = t.shape(&self.base.cfg);
-        linear_back(
-            dx,
-            dy,
-            &self.base.layers[li].w[t as usize],
-            n,
-            inp,
-            out,
-            acc,
-        );
+        self.base.layers[li].w[t as usize].linear_back(dx, dy, n, inp, out, acc);
         let Some(s) = self.lora.slot(li, t) else {
             return;
         };
@@ -729,7 +722,7 @@ pub(crate) fn head_loss(cx: &Ctx, hidden: &[f32], inv_total: f32, dh: &mut [f32]
     let c = &cx.base.cfg;
     let (d, vocab) = (c.hidden_size, c.vocab_size);
     let eps = c.rms_eps as f32;
-    let w = cx.base.output();
+    let head = cx.base.head();
     let mut total = 0f64;
     let (mut xs, mut hn, mut rs, mut logits, mut dhn, mut dx) = (
         Vec::new(),
@@ -754,7 +747,7 @@ pub(crate) fn head_loss(cx: &Ctx, hidden: &[f32], inv_total: f32, dh: &mut [f32]
             eps,
         );
         let lg = sized(&mut logits, m * vocab);
-        linear(lg, &hn, w, m, d, vocab);
+        head.linear(lg, &hn, m, d, vocab);
         for (i, &(_, target)) in chunk.iter().enumerate() {
             let row = &mut lg[i * vocab..(i + 1) * vocab];
             let max = max8(row);
@@ -769,7 +762,7 @@ pub(crate) fn head_loss(cx: &Ctx, hidden: &[f32], inv_total: f32, dh: &mut [f32]
             row[t] -= inv_total;
         }
         let g = sized(&mut dhn, m * d);
-        linear_back(g, lg, w, m, d, vocab, false);
+        head.linear_back(g, lg, m, d, vocab);
         let gx = sized(&mut dx, m * d);
         gx.fill(0.0);
         rms_bwd(xs, &cx.base.norm, &rs, g, gx, d);

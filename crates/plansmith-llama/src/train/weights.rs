@@ -4,6 +4,9 @@
 
 use candle_core::Tensor;
 
+use super::bf16::{self, PackedB};
+use super::kernels::{linear, linear_back};
+use super::BasePrecision;
 use crate::config::LlamaConfig;
 use crate::error::{LlamaError, Result};
 use crate::lora::LoraTarget;
@@ -13,12 +16,86 @@ fn flat(t: &Tensor) -> Result<Vec<f32>> {
     Ok(t.flatten_all()?.to_vec1::<f32>()?)
 }
 
+/// A frozen projection `[out, in]` and its two products, in the precision the run chose.
+pub(crate) enum FrozenMatrix {
+    /// Row-major `[out, in]`.
+    F32(Vec<f32>),
+    /// Packed once for each product (see [`super::bf16`]).
+    Bf16 { fwd: PackedB, back: PackedB },
+}
+
+impl FrozenMatrix {
+    fn new(w: Vec<f32>, inp: usize, out: usize, precision: BasePrecision) -> Self {
+        match precision {
+            BasePrecision::F32 => Self::F32(w),
+            BasePrecision::Bf16 => Self::Bf16 {
+                fwd: PackedB::for_linear(&w, inp, out),
+                back: PackedB::for_linear_back(&w, inp, out),
+            },
+        }
+    }
+
+    /// `y = x W^T` for `rows` rows.
+    pub fn linear(&self, y: &mut [f32], x: &[f32], rows: usize, inp: usize, out: usize) {
+        match self {
+            Self::F32(w) => linear(y, x, w, rows, inp, out),
+            Self::Bf16 { fwd, .. } => bf16::matmul(y, x, rows, fwd, false),
+        }
+    }
+
+    /// `dx [+]= dy W`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn linear_back(
+        &self,
+        dx: &mut [f32],
+        dy: &[f32],
+        rows: usize,
+        inp: usize,
+        out: usize,
+        acc: bool,
+    ) {
+        match self {
+            Self::F32(w) => linear_back(dx, dy, w, rows, inp, out, acc),
+            Self::Bf16 { back, .. } => bf16::matmul(dx, dy, rows, back, acc),
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            Self::F32(w) => 4 * w.len(),
+            Self::Bf16 { fwd, back } => fwd.bytes() + back.bytes(),
+        }
+    }
+}
+
+/// The output head: its own matrix or the tied f32 embedding.
+pub(crate) enum HeadRef<'a> {
+    Own(&'a FrozenMatrix),
+    Tied(&'a [f32]),
+}
+
+impl HeadRef<'_> {
+    pub fn linear(&self, y: &mut [f32], x: &[f32], rows: usize, d: usize, vocab: usize) {
+        match self {
+            Self::Own(m) => m.linear(y, x, rows, d, vocab),
+            Self::Tied(w) => linear(y, x, w, rows, d, vocab),
+        }
+    }
+
+    pub fn linear_back(&self, dx: &mut [f32], dy: &[f32], rows: usize, d: usize, vocab: usize) {
+        match self {
+            Self::Own(m) => m.linear_back(dx, dy, rows, d, vocab, false),
+            Self::Tied(w) => linear_back(dx, dy, w, rows, d, vocab, false),
+        }
+    }
+}
+
 /// One decoder block, frozen. `w` is indexed by [`LoraTarget`] (`Q K V O Gate Up Down`), each
-/// `[out, in]` row-major; q/k rows in the interleaved-RoPE layout the runtime uses.
+/// `[out, in]`; q/k rows in the interleaved-RoPE layout the runtime uses.
 pub(crate) struct FrozenLayer {
     pub attn_norm: Vec<f32>,
     pub ffn_norm: Vec<f32>,
-    pub w: [Vec<f32>; 7],
+    pub w: [FrozenMatrix; 7],
     /// q / k / v biases (Qwen2).
     pub bias: [Option<Vec<f32>>; 3],
     /// Per-head q / k RMSNorm weights (Qwen3).
@@ -29,10 +106,12 @@ pub(crate) struct FrozenLayer {
 /// The frozen base model.
 pub(crate) struct FrozenBase {
     pub cfg: LlamaConfig,
+    pub precision: BasePrecision,
     pub embed: Vec<f32>,
     pub norm: Vec<f32>,
-    /// `None` when the output head is the (tied) embedding.
-    pub output: Option<Vec<f32>>,
+    /// The output head `[vocab, hidden]`; `None` when it is the tied embedding in f32 (no
+    /// second copy).
+    output: Option<FrozenMatrix>,
     pub layers: Vec<FrozenLayer>,
     /// RoPE tables `[max_position, head_dim / 2]`.
     pub cos: Vec<f32>,
@@ -40,9 +119,14 @@ pub(crate) struct FrozenBase {
 }
 
 impl FrozenBase {
-    pub fn from_model(model: &LlamaModel) -> Result<Self> {
+    pub fn from_model(model: &LlamaModel, precision: BasePrecision) -> Result<Self> {
         let cfg = model.config().clone();
         cfg.gemma.refuse("LoRA training")?;
+        if precision == BasePrecision::Bf16 && !bf16::supported() {
+            return Err(LlamaError::Unsupported(
+                "a bf16 frozen base needs a CPU with AVX-512 BF16; train with an f32 base".into(),
+            ));
+        }
         if !cfg.head_dim.is_multiple_of(2)
             || cfg.num_kv_heads == 0
             || !cfg.num_heads.is_multiple_of(cfg.num_kv_heads)
@@ -56,18 +140,26 @@ impl FrozenBase {
         let opt = |t: &Option<Tensor>| t.as_ref().map(flat).transpose();
         let mut layers = Vec::with_capacity(cfg.num_layers);
         for b in model.blocks() {
-            let d = |w: &crate::linear::Linear| -> Result<Vec<f32>> { flat(&w.to_dense()?) };
+            let d = |w: &crate::linear::Linear, t: LoraTarget| -> Result<FrozenMatrix> {
+                let (out, inp) = t.shape(&cfg);
+                Ok(FrozenMatrix::new(
+                    flat(&w.to_dense()?)?,
+                    inp,
+                    out,
+                    precision,
+                ))
+            };
             layers.push(FrozenLayer {
                 attn_norm: flat(&b.attn_norm)?,
                 ffn_norm: flat(&b.ffn_norm)?,
                 w: [
-                    d(&b.wq)?,
-                    d(&b.wk)?,
-                    d(&b.wv)?,
-                    d(&b.wo)?,
-                    d(&b.gate)?,
-                    d(&b.up)?,
-                    d(&b.down)?,
+                    d(&b.wq, LoraTarget::Q)?,
+                    d(&b.wk, LoraTarget::K)?,
+                    d(&b.wv, LoraTarget::V)?,
+                    d(&b.wo, LoraTarget::O)?,
+                    d(&b.gate, LoraTarget::Gate)?,
+                    d(&b.up, LoraTarget::Up)?,
+                    d(&b.down, LoraTarget::Down)?,
                 ],
                 bias: [opt(&b.bq)?, opt(&b.bk)?, opt(&b.bv)?],
                 q_norm: opt(&b.q_norm)?,
@@ -75,10 +167,11 @@ impl FrozenBase {
             });
         }
         let embed = flat(&model.embed_dense()?)?;
-        let output = if cfg.tie_embeddings {
-            None
-        } else {
-            Some(flat(&model.output_dense()?)?)
+        let head = |w| FrozenMatrix::new(w, cfg.hidden_size, cfg.vocab_size, precision);
+        let output = match (cfg.tie_embeddings, precision) {
+            (true, BasePrecision::F32) => None,
+            (true, BasePrecision::Bf16) => Some(head(embed.clone())),
+            (false, _) => Some(head(flat(&model.output_dense()?)?)),
         };
         let (cos, sin) = crate::model::rope_tables(&cfg, &candle_core::Device::Cpu)?;
         Ok(Self {
@@ -89,11 +182,16 @@ impl FrozenBase {
             cos: flat(&cos)?,
             sin: flat(&sin)?,
             cfg,
+            precision,
         })
     }
 
-    pub fn output(&self) -> &[f32] {
-        self.output.as_deref().unwrap_or(&self.embed)
+    /// The output head as a frozen matrix, borrowed.
+    pub fn head(&self) -> HeadRef<'_> {
+        match &self.output {
+            Some(m) => HeadRef::Own(m),
+            None => HeadRef::Tied(&self.embed),
+        }
     }
 
     /// Bytes held by the frozen weights.
@@ -101,9 +199,9 @@ impl FrozenBase {
         let l: usize = self
             .layers
             .iter()
-            .map(|l| l.w.iter().map(Vec::len).sum::<usize>() + 2 * l.attn_norm.len())
+            .map(|l| l.w.iter().map(FrozenMatrix::bytes).sum::<usize>() + 8 * l.attn_norm.len())
             .sum();
-        4 * (l + self.embed.len() + self.output.as_ref().map_or(0, Vec::len))
+        l + 4 * self.embed.len() + self.output.as_ref().map_or(0, FrozenMatrix::bytes)
     }
 }
 
