@@ -64,7 +64,7 @@ pub enum PrecisionArg {
     Auto,
     /// Exact: the dequantized base in f32.
     F32,
-    /// Base and activations rounded to bfloat16, sums in f32; about twice as fast. Needs
+    /// Base and activations rounded to bfloat16, sums in f32; about 1.5x faster. Needs
     /// AVX-512 BF16.
     Bf16,
 }

@@ -145,7 +145,7 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = 4.0, requires = "base")]
     activation_memory: f64,
     /// The frozen base's precision in the LoRA step's matrix products: `bf16` rounds the base
-    /// and the activations to bfloat16 and sums in f32 (about twice as fast; needs AVX-512
+    /// and the activations to bfloat16 and sums in f32 (about 1.5x faster; needs AVX-512
     /// BF16), `f32` is exact, `auto` takes bf16 where the CPU has it. The adapter, its
     /// gradients and AdamW are f32 either way.
     #[arg(long, value_enum, default_value_t = super::bench_lora::PrecisionArg::Auto, requires = "base")]
