@@ -224,11 +224,7 @@ fn time_case(
         seconds_per_step: s,
         tokens_per_sec: tokens as f64 / s,
         peak_rss_gb: plansmith_planner::lora_train::peak_rss().map(|b| b as f64 / 1e9),
-        precision: match base_precision {
-            BasePrecision::F32 => "f32",
-            BasePrecision::Bf16 => "bf16",
-        }
-        .into(),
+        precision: base_precision.name().into(),
     })
 }
 

@@ -431,10 +431,7 @@ fn train_lora(
              checkpoints in {}",
             spec.rank,
             base.display(),
-            match spec.base_precision {
-                plansmith_llama::BasePrecision::F32 => "f32",
-                plansmith_llama::BasePrecision::Bf16 => "bf16",
-            },
+            spec.base_precision.name(),
             splits.train.len(),
             splits.calibration.len(),
             splits.test.len(),

@@ -84,6 +84,14 @@ pub enum BasePrecision {
 }
 
 impl BasePrecision {
+    /// The name the command line and the reports use (`f32`, `bf16`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::F32 => "f32",
+            Self::Bf16 => "bf16",
+        }
+    }
+
     /// Bf16 where this CPU has AVX-512 BF16, f32 elsewhere.
     pub fn fastest() -> Self {
         if bf16::supported() {
