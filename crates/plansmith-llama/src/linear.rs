@@ -1,6 +1,7 @@
 //! A model projection `y = x W^T`: the own kernels ([`crate::qkernel`]) where the GGUF stores
 //! Q4_1, Q8_0, Q4_K, Q5_K or Q6_K weights (and Q4_0 / Q5_0, widened to Q8_0), candle's
-//! `QMatMul` for every other quantization and for dense f32.
+//! `QMatMul` for every other quantization and for dense f32, and a LoRA adapter kept beside
+//! its base as a low-rank side path.
 
 use std::sync::Arc;
 
@@ -32,6 +33,21 @@ pub(crate) fn packed(q: &QTensor) -> Result<Option<QMatrix>> {
 pub(crate) enum Linear {
     Candle(QMatMul),
     Packed(Arc<QMatrix>),
+    /// `x W^T + (x A^T) (s B)^T`: the base keeps its (quantized) kernel and the adapter adds
+    /// two rank-r products. Why not merge `W + s B A` into one weight: the merged weight is
+    /// dense f32, which decodes through candle's f32 gemm several times slower than the
+    /// quantized kernels (and requantizing it would add error the trained adapter never saw).
+    LowRank(Arc<LowRank>),
+}
+
+/// A base projection with a LoRA adapter beside it.
+#[derive(Debug)]
+pub(crate) struct LowRank {
+    base: Linear,
+    /// `A^T`, `[in, r]`, contiguous.
+    a_t: Tensor,
+    /// `(s B)^T`, `[r, out]`, contiguous, the scale `alpha / r` folded in.
+    b_t: Tensor,
 }
 
 impl Linear {
@@ -54,10 +70,23 @@ impl Linear {
         Self::Candle(QMatMul::Tensor(w))
     }
 
+    /// `base` with the adapter `A` `[r, in]`, `B` `[out, r]` scaled by `scale` beside it (shapes
+    /// checked by the caller).
+    pub(crate) fn low_rank(base: Linear, a: &Tensor, b: &Tensor, scale: f64) -> Result<Self> {
+        let a_t = a.to_dtype(DType::F32)?.t()?.contiguous()?;
+        let b_t = (b.to_dtype(DType::F32)? * scale)?.t()?.contiguous()?;
+        Ok(Self::LowRank(Arc::new(LowRank { base, a_t, b_t })))
+    }
+
     pub(crate) fn forward(&self, x: &Tensor) -> Result<Tensor> {
         Ok(match self {
             Self::Candle(w) => w.forward(x)?,
             Self::Packed(w) => x.contiguous()?.apply_op1_no_bwd(w.as_ref())?,
+            Self::LowRank(lr) => {
+                let y = lr.base.forward(x)?;
+                let side = x.broadcast_matmul(&lr.a_t)?.broadcast_matmul(&lr.b_t)?;
+                (y + side)?
+            }
         })
     }
 
@@ -70,6 +99,7 @@ impl Linear {
             Self::Packed(m) => {
                 Tensor::from_vec(m.dequantize(), (m.rows(), m.cols()), &Device::Cpu)?
             }
+            Self::LowRank(lr) => (lr.base.to_dense()? + lr.a_t.matmul(&lr.b_t)?.t()?)?,
         })
     }
 }

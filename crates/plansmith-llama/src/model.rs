@@ -376,10 +376,11 @@ impl LlamaModel {
         })
     }
 
-    /// A new model with a LoRA adapter merged in: each targeted projection becomes the dense
-    /// f32 base weight + `(alpha / r) * B @ A`; untouched weights are shared with `self`
-    /// (quantized ones stay quantized). The fingerprint depends on the adapter's values, so
-    /// prefix caches never mix merged and base models.
+    /// A new model with a LoRA adapter applied: each targeted projection computes
+    /// `x W^T + (alpha / r) (x A^T) B^T`, its base weight kept as it was (quantized weights keep
+    /// their fast kernels) and shared with `self`, as are untouched weights. Numerically this is
+    /// the merged `W + (alpha / r) B A` up to f32 rounding. The fingerprint depends on the
+    /// adapter's values, so prefix caches never mix adapted and base models.
     ///
     /// Errors: a layer index outside the model, or an A / B whose shape does not fit the
     /// projection (`TensorShape`, naming the PEFT tensor).
@@ -431,12 +432,10 @@ impl LlamaModel {
             };
             let a = a.to_dtype(DType::F32)?;
             let b = b.to_dtype(DType::F32)?;
-            let delta = (b.matmul(&a)? * scale)?;
-            let merged = (dense_weight(w)? + delta)?;
             (*li, *t).hash(&mut h);
             hash_tensor(&a, &mut h)?;
             hash_tensor(&b, &mut h)?;
-            *w = Linear::dense(merged);
+            *w = Linear::low_rank(w.clone(), &a, &b, scale)?;
         }
         Ok(Self {
             cfg: self.cfg.clone(),

@@ -236,7 +236,7 @@ impl Planner {
     }
 
     /// A pretrained planner over a GGUF file or Hugging Face directory (`adapter`: a PEFT LoRA
-    /// directory merged at load), planning against `catalog` with chat-model settings.
+    /// directory applied at load), planning against `catalog` with chat-model settings.
     pub fn pretrained(
         base: &Path,
         adapter: Option<&Path>,

@@ -1,5 +1,5 @@
 //! Pretrained Llama-family planners: a GGUF file or Hugging Face directory (optionally with a
-//! PEFT LoRA adapter merged at load), tools in the system prompt through the model's own chat
+//! PEFT LoRA adapter applied at load beside the quantized base), tools in the system prompt through the model's own chat
 //! template, the system+tools prefix cached per catalog.
 
 use std::path::{Path, PathBuf};
@@ -29,7 +29,7 @@ pub struct LlamaSource {
     /// The base model: a `.gguf` file or a Hugging Face directory. A relative path is
     /// resolved against the planner directory.
     pub base: PathBuf,
-    /// A PEFT adapter directory merged into the base at load (relative: inside the planner
+    /// A PEFT adapter directory applied at load beside the base (relative: inside the planner
     /// directory).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adapter: Option<PathBuf>,
@@ -74,7 +74,7 @@ fn load_err(path: &Path, e: impl std::fmt::Display) -> PlannerError {
 }
 
 impl LlamaLm {
-    /// Load the base model and merge the adapter, if any.
+    /// Load the base model and apply the adapter, if any.
     pub fn load(source: LlamaSource) -> Result<LlamaLm, PlannerError> {
         let mut bundle = GgufBundle::load(&source.base).map_err(|e| load_err(&source.base, e))?;
         if let Some(dir) = &source.adapter {
