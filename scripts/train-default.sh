@@ -55,12 +55,14 @@ head -n 2000 "$data/test.jsonl" > "$data/test-2k.jsonl"
 # training ~3x slower; README, "Tools in the prompt"). Confidence counts every reply token.
 # 512 pieces, not 1,024: a new tool's name is then spelt in pieces the planner has copied
 # before (README, "Held-out verb": 0.12 -> 0.47 on a verb never seen in training).
+# --exclude-overlap keeps the hand-written evaluation requests out of every split (added
+# 2026-12-05; earlier planners, the embedded one included, were trained without it).
 if [ "$passes" = 1 ] || [ ! -f "$out/planner.json" ]; then
   "$bin" --threads 1 train --data "$data/train-mix.jsonl" --calibration "$data/calibration-3k.jsonl" \
     --test "$data/test-2k.jsonl" --tools "$tools" --tools-in-prompt --no-descriptions $pointers \
     --out "$out" --codec piece --vocab "$vocab" --epochs 1 --lr 3e-3 \
     --batch-size 32 --block "${BLOCK:-640}" --d-model 96 --layers 3 --heads 4 --pos rope --confidence all \
-    --seed 0
+    --seed 0 --exclude-overlap eval/handwritten
 fi
 if [ "$passes" = 2 ]; then
   # A second pass over fresh requests (another seed; any request also in this seed's
@@ -76,7 +78,8 @@ if [ "$passes" = 2 ]; then
   cat "$data2/train-aug.jsonl" "$data2/train-fresh.jsonl" > "$data2/train-mix.jsonl"
   "$bin" --threads 1 train --data "$data2/train-mix.jsonl" --calibration "$data/calibration-3k.jsonl" \
     --test "$data/test-2k.jsonl" --tools "$tools" --tools-in-prompt --no-descriptions $pointers \
-    --init "$out" --out "$final" --epochs 1 --lr 1e-3 --batch-size 32 --confidence all --seed 0
+    --init "$out" --out "$final" --epochs 1 --lr 1e-3 --batch-size 32 --confidence all --seed 0 \
+    --exclude-overlap eval/handwritten
   out="$final"
 fi
 "$bin" eval traces --planner "$out" --data "$data/test-2k.jsonl" --free \

@@ -230,9 +230,37 @@ fn train_reads_traces_as_it_goes() {
         "--json",
     ];
     let (train_file, aug) = (d("data/train.jsonl"), d("aug.jsonl"));
+    // An evaluation set (BFCL items) made of two training requests, one shouted and one only
+    // sharing its first eight words: `--exclude-overlap` must leave both out of the run.
+    let requests: Vec<String> = std::fs::read_to_string(&train_file)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["request"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let long = requests
+        .iter()
+        .find(|r| r.split_whitespace().count() >= 10)
+        .expect("a request of ten words");
+    let eight: Vec<&str> = long.split_whitespace().take(8).collect();
+    let eval_items = [
+        (requests[0].to_uppercase() + "!"),
+        format!("so {} and more", eight.join(" ")),
+    ];
+    let eval_lines: Vec<String> = eval_items
+        .iter()
+        .enumerate()
+        .map(|(i, q)| serde_json::json!({"id": format!("held_{i}"), "question": [[{"role": "user", "content": q}]], "function": []}).to_string())
+        .collect();
+    std::fs::write(d("held.json"), eval_lines.join("\n")).unwrap();
+    let held = d("held.json");
     let mut args = vec!["train", "--data", &train_file];
     let out = d("planner");
-    args.extend(["--data", &aug, "--out", &out]);
+    args.extend(["--data", &aug, "--out", &out, "--exclude-overlap", &held]);
     args.extend(small);
     let o = plansmith(&args);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -244,8 +272,30 @@ fn train_reads_traces_as_it_goes() {
         report["calibration"]["n"].as_u64().unwrap() as usize,
         report["test"]["n"].as_u64().unwrap() as usize,
     );
-    assert_eq!(train + cal + test, total, "{report}");
+    let excluded = &report["excluded_overlap"];
+    let (whole, ngram) = (
+        excluded["whole"].as_u64().unwrap() as usize,
+        excluded["ngram"].as_u64().unwrap() as usize,
+    );
+    assert!(whole >= 1 && ngram >= 1, "{excluded}");
+    assert_eq!(excluded["eval_requests_hit"], 2, "{excluded}");
+    assert_eq!(train + cal + test + whole + ngram, total, "{report}");
     assert!(cal > 0 && test > 0 && train > cal + test, "{report}");
+    // An evaluation path that is not there: named, exit 2, before any training.
+    let missing = d("no-such-eval.json");
+    let o = plansmith(&[
+        "train",
+        "--data",
+        &train_file,
+        "--tools",
+        "examples/pace/tools.json",
+        "--out",
+        &out,
+        "--exclude-overlap",
+        &missing,
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no-such-eval.json"), "{}", stderr(&o));
 
     // The default floor is the guarantee (at most 1% wrong among accepted plans, 95% sure). A
     // split this small cannot certify it: the planner accepts nothing, escalates, and the

@@ -7,6 +7,7 @@
 
 pub mod bfcl;
 pub mod catalog;
+pub mod overlap;
 pub mod pattern;
 pub mod plan;
 pub mod policy;

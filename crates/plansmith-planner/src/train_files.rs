@@ -3,7 +3,9 @@
 //! given as files or split off the data by request hash.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use plansmith_core::overlap::Decontaminator;
 use plansmith_core::trace::{read_traces, stream_traces};
 use plansmith_core::{Catalog, Trace};
 use plansmith_lm::Progress;
@@ -28,6 +30,9 @@ pub struct TraceFiles {
     pub test: Option<PathBuf>,
     /// Seeds the request-hash split when the splits come from `data`.
     pub seed: u64,
+    /// Drops every trace (training, calibration and test alike) whose request overlaps an
+    /// evaluation request, and counts them: evaluation sets stay out of the run.
+    pub exclude: Option<Arc<Decontaminator>>,
 }
 
 impl TraceFiles {
@@ -39,10 +44,17 @@ impl TraceFiles {
         (share(&self.calibration), share(&self.test))
     }
 
+    /// Whether a trace stays in the run (see [`TraceFiles::exclude`]).
+    fn keep(&self, trace: &Trace) -> bool {
+        self.exclude.as_ref().is_none_or(|d| d.keep(&trace.request))
+    }
+
     /// The calibration and test files (`train` left empty).
     pub fn held_out(&self) -> Result<Splits, PlannerError> {
         let read = |p: &Option<PathBuf>| -> Result<Vec<Trace>, PlannerError> {
-            Ok(p.as_ref().map(read_traces).transpose()?.unwrap_or_default())
+            let mut traces = p.as_ref().map(read_traces).transpose()?.unwrap_or_default();
+            traces.retain(|t| self.keep(t));
+            Ok(traces)
         };
         Ok(Splits {
             train: Vec::new(),
@@ -55,7 +67,7 @@ impl TraceFiles {
     pub fn read_splits(&self) -> Result<Splits, PlannerError> {
         let mut traces = Vec::new();
         for path in &self.data {
-            traces.extend(read_traces(path)?);
+            traces.extend(read_traces(path)?.into_iter().filter(|t| self.keep(t)));
         }
         let (calibration, test) = self.own_shares();
         let mut own = split(traces, calibration, test, self.seed);
@@ -79,6 +91,9 @@ impl TraceFiles {
         for path in &self.data {
             for (i, trace) in stream_traces(path)?.enumerate() {
                 let trace = trace?;
+                if !self.keep(&trace) {
+                    continue;
+                }
                 let part = part_of(&trace.request, calibration, test, self.seed);
                 match part {
                     Part::Train => pairs.push(
@@ -145,6 +160,7 @@ mod tests {
             calibration: calibration.cloned(),
             test: test.cloned(),
             seed: 0,
+            exclude: None,
         };
         let settings = PlannerSettings::dsl();
         let catalog = Catalog::from_file(concat!(

@@ -110,6 +110,8 @@ pub fn run(c: Continue) -> anyhow::Result<Outcome> {
         // The check sets judge the new planner; no test split is taken from the harvest.
         test: Some(c.check[0].clone()),
         seed: c.seed,
+        // The check sets are evaluation sets themselves; harvested answers are kept whole.
+        exclude: None,
     };
     let progress = if c.quiet || c.json {
         Progress::Hidden

@@ -1,6 +1,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use plansmith_core::overlap::{Decontaminator, EvalRequests, Excluded};
 use plansmith_core::{Policy, Syntax};
 use plansmith_lm::{DropoutEncoder, PosEncoding, Progress, TinyGptConfig, TrainConfig};
 use plansmith_planner::train::{auto_epochs, CodecChoice, Splits, TrainSpec};
@@ -28,6 +29,13 @@ pub struct TrainArgs {
     /// Test traces for the report (default: 10% split off --data).
     #[arg(long)]
     test: Option<PathBuf>,
+    /// Leave out every trace (training, calibration and test) whose request repeats an
+    /// evaluation request or shares 8 words in a row with one, case and punctuation aside.
+    /// PATH: a BFCL question file, a directory of them, or a trace file; repeat for more. The
+    /// project's recipes pass `eval/handwritten`, so the hand-written sets stay unseen; how
+    /// many traces were left out is reported
+    #[arg(long, value_name = "PATH")]
+    exclude_overlap: Vec<PathBuf>,
     /// Put the catalog in the prompt with a line per tool, its signature and the first
     /// sentence of its description. Without this flag (and without --no-tools-in-prompt) the
     /// prompt carries the signatures only, on one line (`tools: open(target) ...`): the
@@ -210,14 +218,23 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
         .as_ref()
         .expect("clap requires --tools without --continue");
     let catalog = super::catalog::load(tools)?;
+    let exclude = match args.exclude_overlap.is_empty() {
+        true => None,
+        false => Some(std::sync::Arc::new(Decontaminator::new(
+            EvalRequests::load(&args.exclude_overlap)?,
+        ))),
+    };
     let files = TraceFiles {
         data: args.data.clone(),
         calibration: args.calibration.clone(),
         test: args.test.clone(),
         seed: args.seed,
+        exclude,
     };
     if let Some(base) = &args.base {
-        return train_lora(&args, base, files.read_splits()?, catalog);
+        let splits = files.read_splits()?;
+        let excluded = report_excluded(&files, &args);
+        return train_lora(&args, base, splits, catalog, excluded);
     }
     let pos = match args.pos.as_str() {
         "rope" => PosEncoding::Rope,
@@ -278,6 +295,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
         piece_dropout: args.piece_dropout,
     };
     let bar = (!args.quiet).then(|| crate::progress::bar(0, "evaluating"));
+    let mut excluded = None;
     let trained = train_from_files(
         &files,
         catalog,
@@ -289,6 +307,11 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
             Progress::Bar
         },
         |pairs, held_out| {
+            if let Some(b) = &bar {
+                b.suspend(|| excluded = report_excluded(&files, &args));
+            } else {
+                excluded = report_excluded(&files, &args);
+            }
             if let Some(b) = &bar {
                 let epochs = match args.epochs {
                     Some(e) => format!("{e} epochs"),
@@ -321,6 +344,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
         "calibration": meta.calibration,
         "test": meta.test,
         "train": trained.report,
+        "excluded_overlap": excluded,
     });
     if args.json {
         println!("{report}");
@@ -341,6 +365,30 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
         ]);
     }
     Ok(Outcome::Ok)
+}
+
+/// What `--exclude-overlap` left out of the run (`None` without it), told on stderr unless
+/// `--quiet` / `--json`.
+fn report_excluded(files: &TraceFiles, args: &TrainArgs) -> Option<Excluded> {
+    let d = files.exclude.as_ref()?;
+    let ex = d.excluded();
+    if !args.quiet && !args.json {
+        let first = ex
+            .examples
+            .first()
+            .map(|(request, id)| format!("; e.g. {request:?} (like {id})"))
+            .unwrap_or_default();
+        eprintln!(
+            "left out {} traces that overlap {} of the {} evaluation requests ({} whole, {} sharing {} words in a row){first}",
+            ex.total(),
+            ex.eval_requests_hit,
+            d.eval_requests(),
+            ex.whole,
+            ex.ngram,
+            plansmith_core::overlap::NGRAM,
+        );
+    }
+    Some(ex)
 }
 
 /// What a trained tiny planner is, defaults included, in one line.
@@ -376,6 +424,7 @@ fn train_lora(
     base: &std::path::Path,
     splits: Splits,
     catalog: plansmith_core::Catalog,
+    excluded: Option<Excluded>,
 ) -> anyhow::Result<Outcome> {
     use plansmith_llama::LoraTarget;
     let mut targets = Vec::new();
@@ -489,7 +538,8 @@ fn train_lora(
             "{}",
             serde_json::json!({"out": args.out(), "conf_floor": planner.settings.conf_floor,
                 "floor_fit": meta.floor_fit,
-                "calibration": meta.calibration, "test": meta.test, "lora": summary})
+                "calibration": meta.calibration, "test": meta.test, "lora": summary,
+                "excluded_overlap": excluded})
         );
     } else {
         println!(
