@@ -117,9 +117,9 @@ fn real_examples(gguf: &Path, tools: &Path, n: usize) -> anyhow::Result<Vec<Exam
         adapter: None,
     })?;
     let eos = plansmith_planner::ModelBackend::grammar_eos(&lm);
-    let (ex, _) =
+    let data =
         plansmith_planner::lora_train::examples(&lm.bundle, &traces, &catalog, eos, usize::MAX)?;
-    Ok(ex)
+    Ok(data.examples)
 }
 
 /// `len` tokens: the shared prompt start cut so that example `e`'s own tail (request + reply)
