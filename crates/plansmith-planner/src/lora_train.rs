@@ -181,10 +181,10 @@ fn epoch_batches(keys: &[u64], batch: usize, seed: u64) -> Vec<Vec<usize>> {
         batches.extend(members[..full].chunks(batch).map(<[usize]>::to_vec));
         pool.extend_from_slice(&members[full..]);
     }
-    let order = shuffled(pool.len(), seed ^ 0x5EED_0F_9001);
+    let order = shuffled(pool.len(), seed ^ 0x5EED_0F90);
     let pool: Vec<usize> = order.into_iter().map(|j| pool[j]).collect();
     batches.extend(pool.chunks(batch).map(<[usize]>::to_vec));
-    let order = shuffled(batches.len(), seed ^ 0xBA7C_4E5);
+    let order = shuffled(batches.len(), seed ^ 0x0BA7_C4E5);
     let mut slots: Vec<Option<Vec<usize>>> = batches.into_iter().map(Some).collect();
     order.into_iter().filter_map(|j| slots[j].take()).collect()
 }
