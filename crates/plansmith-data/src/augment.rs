@@ -52,6 +52,16 @@ pub struct AugmentConfig {
     /// catalog is always the one to call.
     #[serde(default)]
     pub invented_distractors: f64,
+    /// Consecutive traces of one catalog that share one augmented catalog (the same renaming,
+    /// order, distractors and removed tool). 1 (the default) draws a catalog per trace. LoRA
+    /// training on a pretrained model runs a batch's shared catalog prompt once, so groups of
+    /// a batch's size make a changed-catalog mix about as cheap to train as one catalog.
+    #[serde(default = "one")]
+    pub group: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 impl Default for AugmentConfig {
@@ -66,6 +76,7 @@ impl Default for AugmentConfig {
             opaque_names: 0.25,
             shuffle: 0.9,
             invented_distractors: 0.3,
+            group: 1,
         }
     }
 }
@@ -309,60 +320,86 @@ pub fn augment_traces(
         ..Default::default()
     };
     let mut out = Vec::with_capacity(traces.len() * cfg.copies);
-    for (i, trace) in traces.iter().enumerate() {
-        let catalog = match (&trace.tools, default_catalog) {
-            (Some(t), _) => Catalog::from_value(t)
-                .map_err(|e| DataError::Invalid(format!("trace {}: tools: {e}", i + 1)))?,
-            (None, Some(c)) => c.clone(),
-            (None, None) => {
-                return Err(DataError::Invalid(format!(
-                    "trace {}: no `tools` and no default catalog",
-                    i + 1
-                )))
-            }
-        };
-        for _ in 0..cfg.copies {
-            out.push(augment_one(
-                trace, &catalog, &pool, cfg, &mut rng, &mut stats,
-            )?);
+    let mut i = 0;
+    while i < traces.len() {
+        let catalog = trace_catalog(traces, i, default_catalog)?;
+        // The group: up to `cfg.group` consecutive traces of this catalog.
+        let mut end = i + 1;
+        while end < traces.len()
+            && end - i < cfg.group.max(1)
+            && traces[end].tools == traces[i].tools
+        {
+            end += 1;
         }
+        let group = &traces[i..end];
+        for _ in 0..cfg.copies {
+            let variant = draw_variant(group, &catalog, &pool, cfg, &mut rng)?;
+            for trace in group {
+                out.push(variant.apply(trace, &mut stats));
+            }
+        }
+        i = end;
     }
     stats.output = out.len();
     Ok((out, stats))
 }
 
-fn augment_one(
-    trace: &Trace,
+fn trace_catalog(
+    traces: &[Trace],
+    i: usize,
+    default_catalog: Option<&Catalog>,
+) -> Result<Catalog, DataError> {
+    match (&traces[i].tools, default_catalog) {
+        (Some(t), _) => Catalog::from_value(t)
+            .map_err(|e| DataError::Invalid(format!("trace {}: tools: {e}", i + 1))),
+        (None, Some(c)) => Ok(c.clone()),
+        (None, None) => Err(DataError::Invalid(format!(
+            "trace {}: no `tools` and no default catalog",
+            i + 1
+        ))),
+    }
+}
+
+/// One augmented catalog and how the traces of its group map onto it.
+struct Variant {
+    /// The augmented catalog.
+    catalog: Catalog,
+    /// Original names of the tools taken out.
+    removed: HashSet<String>,
+    /// Original name of the catalog's clarify tool, if it was not taken out.
+    clarify: Option<String>,
+    /// Original tool name -> new name.
+    names: BTreeMap<String, String>,
+    /// New tool name -> how its parameters were renamed.
+    params: BTreeMap<String, ParamMap>,
+    with_distractors: bool,
+    with_invented_distractors: bool,
+    renamed_params: bool,
+    shuffled: bool,
+}
+
+/// Draw one augmented catalog for a group of traces that share `catalog`. The tools taken out
+/// (with probability `remove_needed`) are those the group's first trace with calls needs; with
+/// a group of one this is the trace's own tools, so `group: 1` gives the same data as before
+/// groups existed.
+fn draw_variant(
+    group: &[Trace],
     catalog: &Catalog,
     pool: &[Tool],
     cfg: &AugmentConfig,
     rng: &mut Rng,
-    stats: &mut AugmentStats,
-) -> Result<Trace, DataError> {
+) -> Result<Variant, DataError> {
     let mut tools = catalog.tools.clone();
-    let mut calls = trace.calls.clone();
 
     // 1. Remove the needed tools.
     let mut removed: HashSet<String> = HashSet::new();
-    if !calls.is_empty() && rng.chance(cfg.remove_needed) {
-        removed = calls.iter().map(|c| c.name.clone()).collect();
-        tools.retain(|t| !removed.contains(&t.name));
-        stats.removed_needed += 1;
-        let question = question_span(&trace.request);
-        calls = match tools.iter().find(|t| is_clarify(t)) {
-            Some(clarify) if !question.is_empty() => {
-                stats.retargeted_to_clarify += 1;
-                let mut args = Map::new();
-                args.insert("kind".into(), json!("missing_value"));
-                args.insert("question".into(), json!(question));
-                vec![Call::new(clarify.name.clone(), args)]
-            }
-            _ => {
-                stats.retargeted_to_no_call += 1;
-                vec![]
-            }
-        };
+    if let Some(first) = group.iter().find(|t| !t.calls.is_empty()) {
+        if rng.chance(cfg.remove_needed) {
+            removed = first.calls.iter().map(|c| c.name.clone()).collect();
+            tools.retain(|t| !removed.contains(&t.name));
+        }
     }
+    let clarify = tools.iter().find(|t| is_clarify(t)).map(|t| t.name.clone());
 
     // 2. Distractors.
     let k = rng.below(cfg.max_distractors + 1);
@@ -377,23 +414,20 @@ fn augment_one(
             added += 1;
         }
     }
-    if added > 0 {
-        stats.with_distractors += 1;
-    }
+    let mut with_invented_distractors = false;
     if cfg.invented_distractors > 0.0 && rng.chance(cfg.invented_distractors) {
         let mut taken: HashSet<String> = tools.iter().map(|t| t.name.clone()).collect();
         taken.extend(removed.iter().cloned());
         for _ in 0..1 + rng.below(2) {
             tools.push(crate::novel::invented_distractor(rng, &mut taken));
         }
-        stats.with_invented_distractors += 1;
+        with_invented_distractors = true;
     }
 
     // 3. Tool names.
+    let mut names = BTreeMap::new();
     if rng.chance(cfg.rename_tools) {
-        stats.renamed_tools += 1;
         let mut used = HashSet::new();
-        let mut names = BTreeMap::new();
         for t in &mut tools {
             let mut new = rename(rng, &t.name, cfg.opaque_names, "fn");
             while used.contains(&new) || !plansmith_core::catalog::is_valid_tool_name(&new) {
@@ -403,43 +437,83 @@ fn augment_one(
             names.insert(t.name.clone(), new.clone());
             t.name = new;
         }
-        for c in &mut calls {
-            if let Some(new) = names.get(&c.name) {
-                c.name = new.clone();
-            }
-        }
     }
 
     // 4. Parameter names.
-    if rng.chance(cfg.rename_params) {
-        stats.renamed_params += 1;
-        let mut maps = BTreeMap::new();
+    let mut params = BTreeMap::new();
+    let renamed_params = rng.chance(cfg.rename_params);
+    if renamed_params {
         for t in &mut tools {
             let (schema, map) = rename_schema(&t.parameters, rng, cfg.opaque_names);
             t.parameters = schema;
-            maps.insert(t.name.clone(), map);
+            params.insert(t.name.clone(), map);
+        }
+    }
+
+    // 5. Order.
+    let shuffled = rng.chance(cfg.shuffle);
+    if shuffled {
+        rng.shuffle(&mut tools);
+    }
+
+    Ok(Variant {
+        catalog: Catalog::from_tools(tools)?,
+        removed,
+        clarify,
+        names,
+        params,
+        with_distractors: added > 0,
+        with_invented_distractors,
+        renamed_params,
+        shuffled,
+    })
+}
+
+impl Variant {
+    /// `trace` against this catalog: a trace that needs a removed tool asks (`clarify`, its
+    /// question the request's core phrase) or calls nothing; the others' calls are renamed.
+    fn apply(&self, trace: &Trace, stats: &mut AugmentStats) -> Trace {
+        let mut calls = trace.calls.clone();
+        if calls.iter().any(|c| self.removed.contains(&c.name)) {
+            stats.removed_needed += 1;
+            let question = question_span(&trace.request);
+            calls = match &self.clarify {
+                Some(clarify) if !question.is_empty() => {
+                    stats.retargeted_to_clarify += 1;
+                    let mut args = Map::new();
+                    args.insert("kind".into(), json!("missing_value"));
+                    args.insert("question".into(), json!(question));
+                    vec![Call::new(clarify.clone(), args)]
+                }
+                _ => {
+                    stats.retargeted_to_no_call += 1;
+                    vec![]
+                }
+            };
         }
         for c in &mut calls {
-            if let Some(map) = maps.get(&c.name) {
+            if let Some(new) = self.names.get(&c.name) {
+                c.name = new.clone();
+            }
+        }
+        for c in &mut calls {
+            if let Some(map) = self.params.get(&c.name) {
                 if let Value::Object(m) = rename_value(&Value::Object(c.arguments.clone()), map) {
                     c.arguments = m;
                 }
             }
         }
+        stats.with_distractors += usize::from(self.with_distractors);
+        stats.with_invented_distractors += usize::from(self.with_invented_distractors);
+        stats.renamed_tools += usize::from(!self.names.is_empty());
+        stats.renamed_params += usize::from(self.renamed_params);
+        stats.shuffled += usize::from(self.shuffled);
+        Trace {
+            request: trace.request.clone(),
+            calls,
+            tools: Some(self.catalog.to_openai()),
+            source: trace.source,
+            spoken_text: trace.spoken_text.clone(),
+        }
     }
-
-    // 5. Order.
-    if rng.chance(cfg.shuffle) {
-        stats.shuffled += 1;
-        rng.shuffle(&mut tools);
-    }
-
-    let catalog = Catalog::from_tools(tools)?;
-    Ok(Trace {
-        request: trace.request.clone(),
-        calls,
-        tools: Some(catalog.to_openai()),
-        source: trace.source,
-        spoken_text: trace.spoken_text.clone(),
-    })
 }

@@ -448,6 +448,10 @@ pub struct NovelOptions {
     /// parameter's value, and the integer parameter's too when it counts in the same unit:
     /// durations are phrases like any other, which the other requests never show.
     pub durations: bool,
+    /// Requests drawn per invented tool and its catalog (0 and 1 both mean one): with a
+    /// batch's size, LoRA training runs each catalog prompt once per batch instead of once
+    /// per example.
+    pub group: usize,
 }
 
 /// [`novel_traces`] with [`NovelOptions`].
@@ -496,34 +500,41 @@ pub fn novel_traces_with(
         let required = target.tool["function"]["parameters"]["required"]
             .as_array()
             .map_or(0, Vec::len);
-        let d = draft(&mut rng, &target, required, opts);
-        let r = gen::realize(&d, &mut rng);
-        if !seen.insert(r.request.to_lowercase()) {
-            continue;
-        }
-        // Placeholders to the invented names.
-        let mut calls = r.plan.calls;
-        for c in &mut calls {
-            c.name = target.tool["function"]["name"]
-                .as_str()
-                .unwrap_or("x")
-                .to_string();
-            let args = std::mem::take(&mut c.arguments);
-            for (k, v) in args {
-                let real = match k.as_str() {
-                    "s0" => target.strings[0].to_string(),
-                    "s1" => target.strings[1].to_string(),
-                    _ => target.int.as_ref().map_or(k.clone(), |(p, _)| p.clone()),
-                };
-                c.arguments.insert(real, v);
+        // `group` draws for this tool; a repeated request is dropped (with a group of one,
+        // the next tool is invented instead, as before groups existed).
+        for _ in 0..opts.group.max(1) {
+            if out.len() == n {
+                break;
             }
+            let d = draft(&mut rng, &target, required, opts);
+            let r = gen::realize(&d, &mut rng);
+            if !seen.insert(r.request.to_lowercase()) {
+                continue;
+            }
+            // Placeholders to the invented names.
+            let mut calls = r.plan.calls;
+            for c in &mut calls {
+                c.name = target.tool["function"]["name"]
+                    .as_str()
+                    .unwrap_or("x")
+                    .to_string();
+                let args = std::mem::take(&mut c.arguments);
+                for (k, v) in args {
+                    let real = match k.as_str() {
+                        "s0" => target.strings[0].to_string(),
+                        "s1" => target.strings[1].to_string(),
+                        _ => target.int.as_ref().map_or(k.clone(), |(p, _)| p.clone()),
+                    };
+                    c.arguments.insert(real, v);
+                }
+            }
+            out.push(crate::families::trace_with_tools(
+                tools.clone(),
+                calls,
+                r.request,
+                "invented tool",
+            )?);
         }
-        out.push(crate::families::trace_with_tools(
-            tools,
-            calls,
-            r.request,
-            "invented tool",
-        )?);
     }
     Ok(out)
 }

@@ -297,3 +297,47 @@ fn duration_requests_fill_the_string_and_a_limit_only_in_its_own_unit() {
         .iter()
         .any(|t| t.calls[0].arguments.values().any(is_duration)));
 }
+
+#[test]
+fn grouped_augmentation_shares_one_catalog_per_group_and_stays_valid() {
+    let pace = generate_pace(&PaceConfig::with_n(400)).unwrap().train;
+    let cfg = AugmentConfig {
+        group: 16,
+        remove_needed: 0.5,
+        ..Default::default()
+    };
+    let (out, stats) = augment_traces(&pace, Some(&pace_catalog()), &cfg).unwrap();
+    assert_eq!(out.len(), pace.len());
+    out.iter().for_each(check);
+    // Each run of 16 consecutive traces carries one catalog; runs differ.
+    let catalogs: Vec<&serde_json::Value> = out.iter().map(|t| t.tools.as_ref().unwrap()).collect();
+    for chunk in catalogs.chunks(16) {
+        assert!(chunk.iter().all(|c| *c == chunk[0]));
+    }
+    let distinct: std::collections::HashSet<String> =
+        catalogs.iter().map(|c| c.to_string()).collect();
+    assert!(distinct.len() > 15, "{}", distinct.len());
+    // A removed tool is removed for the whole group: its callers ask or call nothing.
+    assert!(stats.removed_needed > 0, "{stats:?}");
+    assert_eq!(
+        stats.removed_needed,
+        stats.retargeted_to_clarify + stats.retargeted_to_no_call
+    );
+    // Invented tools: `group` requests per tool and catalog.
+    let others = pace_without_wait();
+    let opts = plansmith_data::NovelOptions {
+        group: 5,
+        ..Default::default()
+    };
+    let novel = plansmith_data::novel_traces_with(100, 2, &others, &others, opts).unwrap();
+    assert_eq!(novel.len(), 100);
+    novel.iter().for_each(check);
+    let per_catalog = novel
+        .iter()
+        .fold(std::collections::HashMap::new(), |mut m, t| {
+            *m.entry(t.tools.as_ref().unwrap().to_string()).or_insert(0) += 1;
+            m
+        });
+    assert!(per_catalog.len() <= 40, "{}", per_catalog.len());
+    assert!(per_catalog.values().all(|&n| n <= 5), "{per_catalog:?}");
+}
