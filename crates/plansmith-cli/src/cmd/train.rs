@@ -33,7 +33,7 @@ pub struct TrainArgs {
     /// evaluation request or shares 8 words in a row with one, case and punctuation aside.
     /// PATH: a BFCL question file, a directory of them, or a trace file; repeat for more. The
     /// project's recipes pass `eval/handwritten`, so the hand-written sets stay unseen; how
-    /// many traces were left out is reported
+    /// many traces were left out is reported.
     #[arg(long, value_name = "PATH")]
     exclude_overlap: Vec<PathBuf>,
     /// Put the catalog in the prompt with a line per tool, its signature and the first
@@ -307,10 +307,9 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
             Progress::Bar
         },
         |pairs, held_out| {
-            if let Some(b) = &bar {
-                b.suspend(|| excluded = report_excluded(&files, &args));
-            } else {
-                excluded = report_excluded(&files, &args);
+            match &bar {
+                Some(b) => b.suspend(|| excluded = report_excluded(&files, &args)),
+                None => excluded = report_excluded(&files, &args),
             }
             if let Some(b) = &bar {
                 let epochs = match args.epochs {
