@@ -588,6 +588,9 @@ impl Planner {
             m.min(self.lm.max_new_tokens())
         });
         let mut truncated = false;
+        // Set once the reply repeats a call it already made: from then on it is steered to its
+        // end, and the repeat is dropped when the reply is read (`drop_repeated_calls`).
+        let mut repeated = false;
         let mut out_ids: Vec<u32> = Vec::new();
         let mut dead = None;
         loop {
@@ -663,16 +666,17 @@ impl Planner {
                 && self.settings.syntax == Syntax::ToolCall
                 && !self.starts_prose(masked_argmax(&logits, |_| true));
             let allowed = |id: u32| mask.is_allowed(id) && !(prose_banned && self.starts_prose(id));
-            let tok = if out_ids.len() < max_new {
+            let tok = if out_ids.len() < max_new && !repeated {
                 match &prior {
                     Some(p) => masked_argmax(&p.adjusted(&logits), allowed),
                     None => masked_argmax(&logits, allowed),
                 }
             } else {
                 // Over budget (a model repeating itself inside an unbounded string or
-                // array): steer to the end of the output through closing tokens, so the
-                // reply still parses and validates; the outcome reports it as `truncated`.
-                truncated = true;
+                // array), or a call repeated: steer to the end of the output through closing
+                // tokens, so the reply still parses and validates; an over-budget outcome
+                // reports it as `truncated`.
+                truncated |= !repeated;
                 if mask.is_allowed(self.eos) {
                     break;
                 }
@@ -695,6 +699,8 @@ impl Planner {
             }
             out_ids.push(tok);
             prior::follow(&mut prior, &[tok], || constraint.output_text())?;
+            repeated = repeated
+                || ends_with_repeated_call(self.settings.syntax, &constraint.output_text());
             if state.room() == 0 {
                 dead = Some(out_of_context);
                 break;
@@ -903,6 +909,7 @@ impl Planner {
                 } else {
                     plan
                 };
+                let plan = drop_repeated_calls(self.settings.syntax, plan);
                 let v = validator.validate(&plan, &self.settings.policy, Some(request));
                 let plan = if self.settings.tool_pointers {
                     pointers::from_pointers(plan, catalog)
@@ -1378,6 +1385,42 @@ pub fn log_prob(logits: &[f32], token: u32) -> f32 {
     logits[token as usize] - max - sum.ln()
 }
 
+/// Whether a pretrained model's reply so far (JSON array or `<tool_call>` blocks) has just
+/// closed a call identical to one it made before. SmolLM2 under the JSON-array grammar would
+/// otherwise repeat one call up to eight times, each repeat costing a call's worth of decoding.
+/// The DSL of tiny planners is left alone (their training data decides what they repeat).
+fn ends_with_repeated_call(syntax: Syntax, text: &str) -> bool {
+    let text = text.trim_end();
+    let closed = match syntax {
+        Syntax::JsonArray if text.ends_with('}') => format!("{text}]"),
+        Syntax::ToolCall if text.ends_with("</tool_call>") => lenient_tool_calls(text),
+        _ => return false,
+    };
+    match syntax.parse(&closed) {
+        Ok(plan) => plan
+            .calls
+            .split_last()
+            .is_some_and(|(last, earlier)| earlier.contains(last)),
+        Err(_) => false,
+    }
+}
+
+/// A pretrained model's plan with each identical call kept once, in first-seen order: the
+/// catalog's calls are actions, and the same action with the same arguments twice in one reply
+/// is a model repeating itself, not a request (which says "twice" through an argument).
+fn drop_repeated_calls(syntax: Syntax, mut plan: Plan) -> Plan {
+    if matches!(syntax, Syntax::JsonArray | Syntax::ToolCall) {
+        let mut kept: Vec<plansmith_core::Call> = Vec::with_capacity(plan.calls.len());
+        for call in std::mem::take(&mut plan.calls) {
+            if !kept.contains(&call) {
+                kept.push(call);
+            }
+        }
+        plan.calls = kept;
+    }
+    plan
+}
+
 /// Where the reply may end, the end (`eos`, the grammar's one end token) scores as the best of
 /// the model's end tokens: ending with `<|endoftext|>` is ending too.
 fn end_with_best_stop(logits: &mut [f32], eos: u32, others: &[u32]) {
@@ -1423,6 +1466,48 @@ mod tests {
         assert_eq!(closing_token(&closers, &logits, |id| id != 1), Some(3));
         assert_eq!(closing_token(&closers, &logits, |id| id == 2), Some(2));
         assert_eq!(closing_token(&closers, &logits, |_| false), None);
+    }
+
+    #[test]
+    fn a_repeated_call_is_seen_when_it_closes_and_dropped_from_the_plan() {
+        let a = r#"{"name":"open","arguments":{"target":{"label":"Mail"}}}"#;
+        let b = r#"{"name":"say","arguments":{"text":"hi"}}"#;
+        let json = Syntax::JsonArray;
+        assert!(!ends_with_repeated_call(json, &format!("[{a}")));
+        assert!(!ends_with_repeated_call(json, &format!("[{a},{b}")));
+        // An inner object closing is not a call closing.
+        assert!(!ends_with_repeated_call(
+            json,
+            &format!(
+                "[{a},{b},{{\"name\":\"open\",\"arguments\":{{\"target\":{{\"label\":\"Mail\"}}"
+            )
+        ));
+        assert!(ends_with_repeated_call(json, &format!("[{a},{b},{a}")));
+        assert!(ends_with_repeated_call(json, &format!("[{a}, {a} ")));
+        let tc = Syntax::ToolCall;
+        let block = |c: &str| format!("<tool_call>\n{c}\n</tool_call>\n");
+        assert!(!ends_with_repeated_call(
+            tc,
+            &format!("{}{}", block(a), block(b))
+        ));
+        assert!(ends_with_repeated_call(
+            tc,
+            &format!("{}{}", block(a), block(a))
+        ));
+        assert!(!ends_with_repeated_call(
+            Syntax::Dsl,
+            "open(target.label=Mail)\nopen(target.label=Mail)"
+        ));
+
+        let plan = json.parse(&format!("[{a},{b},{a},{b},{a}]")).unwrap();
+        let kept = drop_repeated_calls(json, plan.clone());
+        let names: Vec<&str> = kept.calls.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["open", "say"]);
+        // The DSL keeps what the planner wrote.
+        assert_eq!(
+            drop_repeated_calls(Syntax::Dsl, plan.clone()).calls.len(),
+            5
+        );
     }
 
     #[test]
