@@ -18,23 +18,17 @@ use std::sync::Mutex;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::trace::TraceError;
+
 /// Words in a run that counts as shared text.
 pub const NGRAM: usize = 8;
 
 /// A file that cannot be read as evaluation requests; names the file (and line).
 #[derive(Debug, thiserror::Error)]
 pub enum OverlapError {
-    #[error("cannot read evaluation requests from {path}: {error}")]
-    Io {
-        path: PathBuf,
-        error: std::io::Error,
-    },
-    #[error("{path}:{line}: {message}")]
-    Line {
-        path: PathBuf,
-        line: usize,
-        message: String,
-    },
+    /// Unreadable file or malformed line: the trace reader's errors, which name both.
+    #[error(transparent)]
+    File(#[from] TraceError),
     #[error("{path}: no evaluation requests found (expected BFCL question files or traces, one JSON object per line)")]
     Empty { path: PathBuf },
 }
@@ -103,7 +97,7 @@ impl EvalRequests {
     pub fn load(paths: &[PathBuf]) -> Result<Self, OverlapError> {
         let mut index = Self::default();
         for path in paths {
-            let io = |error| OverlapError::Io {
+            let io = |error| TraceError::Io {
                 path: path.clone(),
                 error,
             };
@@ -135,7 +129,7 @@ impl EvalRequests {
     }
 
     fn load_file(&mut self, path: &Path) -> Result<(), OverlapError> {
-        let text = std::fs::read_to_string(path).map_err(|error| OverlapError::Io {
+        let text = std::fs::read_to_string(path).map_err(|error| TraceError::Io {
             path: path.to_path_buf(),
             error,
         })?;
@@ -143,7 +137,7 @@ impl EvalRequests {
             if line.trim().is_empty() {
                 continue;
             }
-            let bad = |message: String| OverlapError::Line {
+            let bad = |message: String| TraceError::Line {
                 path: path.to_path_buf(),
                 line: i + 1,
                 message,

@@ -699,8 +699,11 @@ impl Planner {
             }
             out_ids.push(tok);
             prior::follow(&mut prior, &[tok], || constraint.output_text())?;
-            repeated = repeated
-                || ends_with_repeated_call(self.settings.syntax, &constraint.output_text());
+            // Only the pretrained syntaxes are checked, so tiny planners build no text here.
+            let syntax = self.settings.syntax;
+            if !repeated && matches!(syntax, Syntax::JsonArray | Syntax::ToolCall) {
+                repeated = ends_with_repeated_call(syntax, &constraint.output_text());
+            }
             if state.room() == 0 {
                 dead = Some(out_of_context);
                 break;
