@@ -329,6 +329,26 @@ fn train_reads_traces_as_it_goes() {
     let refit: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(refit["floor_fit"]["rule"], "empirical", "{refit}");
     assert_eq!(refit["floor_fit"]["certified"], true, "{refit}");
+    // `--confidence auto` lets the split choose among the three scores, and says so; an
+    // unknown score is refused with the choices.
+    let o = plansmith(
+        &[
+            &args[..],
+            &["--target-precision", "1", "--confidence", "auto"],
+        ]
+        .concat(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let auto: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(auto["floor_fit"]["modes_tried"], 3, "{auto}");
+    assert!(
+        ["chosen_tokens", "all_tokens", "weakest_token"]
+            .contains(&auto["confidence"].as_str().unwrap()),
+        "{auto}"
+    );
+    let o = plansmith(&[&args[..], &["--confidence", "best"]].concat());
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("auto"), "{}", stderr(&o));
     for bad in [
         &["--max-wrong", "1.5"][..],
         &["--certainty", "1"],

@@ -491,5 +491,34 @@ fn a_saved_adapter_loads_in_the_runtime_and_plans_like_the_engine_trained_it() {
         "runtime {} vs engine {engine_loss}",
         nll / n as f64
     );
+    // Stored in f16 the file holds the same tensors in half the bytes, and each weight reads
+    // back within f16's rounding of the f32 one.
+    let half = common::temp_dir("save-f16");
+    e.save_peft_as(&half, "tiny", candle_core::DType::F16)
+        .unwrap();
+    let size = |d: &std::path::Path| {
+        std::fs::metadata(d.join("adapter_model.safetensors"))
+            .unwrap()
+            .len() as f64
+    };
+    let ratio = size(&half) / size(&dir);
+    assert!((0.45..0.6).contains(&ratio), "f16 / f32 file size {ratio}");
+    let rounded = PeftAdapter::load(&half, m.config()).unwrap();
+    assert_eq!(rounded.weights.len(), adapter.weights.len());
+    for (key, (a, b)) in &adapter.weights {
+        let (ra, rb) = &rounded.weights[key];
+        for (x, y) in [(a, ra), (b, rb)] {
+            assert_eq!(y.dtype(), candle_core::DType::F32);
+            let x = x.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+            let y = y.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+            for (u, v) in x.iter().zip(&y) {
+                assert!(
+                    (u - v).abs() <= u.abs() * 1e-3 + 1e-7,
+                    "{key:?}: {u} vs {v}"
+                );
+            }
+        }
+    }
+    std::fs::remove_dir_all(&half).ok();
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -96,6 +96,19 @@ pub struct FloorFit {
     /// certify, with the share of calibration requests that floor accepts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub would_certify: Option<(f64, f64)>,
+    /// How many confidence modes the floor was chosen among on this split (1: the planner's
+    /// own). With more, a guaranteed rule shares delta among them, so the promise holds for
+    /// whichever was chosen.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub modes_tried: usize,
+}
+
+fn one() -> usize {
+    1
+}
+
+fn is_one(n: &usize) -> bool {
+    *n == 1
 }
 
 impl FloorFit {
@@ -112,11 +125,16 @@ impl FloorFit {
                 self.floor, self.accepted, self.calibration, self.wrong
             ),
             FloorRule::Guaranteed { alpha, delta } if self.certified => format!(
-                "floor {:.5}: wrong among accepted <= {:.4} with {:.0}% confidence (bound {:.4}, Clopper-Pearson, Learn then Test); coverage {:.3} on calibration ({} of {}, {} wrong)",
+                "floor {:.5}: wrong among accepted <= {:.4} with {:.0}% confidence (bound {:.4}, Clopper-Pearson, Learn then Test{}); coverage {:.3} on calibration ({} of {}, {} wrong)",
                 self.floor,
                 alpha,
                 (1.0 - delta) * 100.0,
                 self.risk_bound.unwrap_or(1.0),
+                if self.modes_tried > 1 {
+                    format!(" over {} confidence scores", self.modes_tried)
+                } else {
+                    String::new()
+                },
                 coverage,
                 self.accepted,
                 self.calibration,
@@ -163,12 +181,44 @@ pub fn fit(calibration: &[Scored], rule: FloorRule) -> FloorFit {
                 certified: true,
                 needed: None,
                 would_certify: None,
+                modes_tried: 1,
             }
         }
         FloorRule::Guaranteed { alpha, delta } => {
             learn_then_test(&thresholds, calibration.len(), rule, alpha, delta)
         }
     }
+}
+
+/// Fit a floor under `rule` for each of several confidence scores of the same calibration
+/// plans (one `Vec<Scored>` per score, in the same order) and keep the score whose floor
+/// accepts the most plans; ties go to the earlier score. A guaranteed rule tests every score's
+/// candidate floors at `delta / scores`, so by the union bound the chosen floor keeps the
+/// stated guarantee although it was chosen on the data. Returns the chosen index and its fit
+/// (with no scores: index 0 and the fit of an empty split, which accepts nothing).
+pub fn fit_best(scores: &[Vec<Scored>], rule: FloorRule) -> (usize, FloorFit) {
+    let k = scores.len();
+    let per_score = match rule {
+        FloorRule::Guaranteed { alpha, delta } if k > 1 => FloorRule::Guaranteed {
+            alpha,
+            delta: delta / k as f64,
+        },
+        other => other,
+    };
+    let mut best: Option<(usize, FloorFit)> = None;
+    for (i, scored) in scores.iter().enumerate() {
+        let mut f = fit(scored, per_score);
+        f.rule = rule;
+        f.modes_tried = k;
+        let better = match &best {
+            None => true,
+            Some((_, b)) => (f.certified, f.accepted) > (b.certified, b.accepted),
+        };
+        if better {
+            best = Some((i, f));
+        }
+    }
+    best.unwrap_or_else(|| (0, fit(&[], rule)))
 }
 
 /// Distinct confidences of the valid calibration plans, highest first, with the accepted and
@@ -237,6 +287,7 @@ fn learn_then_test(t: &Thresholds, n: usize, rule: FloorRule, alpha: f64, delta:
             certified: true,
             needed: Some(needed),
             would_certify: None,
+            modes_tried: 1,
         },
         None => FloorFit {
             rule,
@@ -256,6 +307,7 @@ fn learn_then_test(t: &Thresholds, n: usize, rule: FloorRule, alpha: f64, delta:
                     let coverage = fit.accepted as f64 / n.max(1) as f64;
                     fit.certified.then_some((rate, coverage))
                 }),
+            modes_tried: 1,
         },
     }
 }

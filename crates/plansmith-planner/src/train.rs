@@ -15,7 +15,7 @@ use crate::eval::{evaluate, items, scored};
 use crate::guarantee::FloorRule;
 use crate::planner::Planner;
 use crate::prompt;
-use crate::settings::{PlannerMeta, PlannerSettings};
+use crate::settings::{ConfidenceMode, PlannerMeta, PlannerSettings};
 
 const PRINTABLE_ASCII: &str =
     " !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~";
@@ -145,6 +145,10 @@ pub struct TrainSpec {
     /// ([`plansmith_lm::piece::DropoutEncoder`]); 0 encodes canonically.
     #[serde(default)]
     pub piece_dropout: f64,
+    /// More confidence scores the calibration split may choose among, besides
+    /// `settings.confidence` ([`calibrate_and_test_choosing`]); empty: that one only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_confidence: Vec<ConfidenceMode>,
 }
 
 /// Examples a default training run shows the model, counting repeats: the embedded planner's
@@ -336,7 +340,13 @@ pub fn train_planner_on_pairs(
         ..Default::default()
     };
     planner.meta = meta;
-    calibrate_and_test(&mut planner, held_out, spec.floor, eval_progress)?;
+    let mut modes = vec![spec.settings.confidence];
+    for &m in &spec.other_confidence {
+        if !modes.contains(&m) {
+            modes.push(m);
+        }
+    }
+    calibrate_and_test_choosing(&mut planner, held_out, spec.floor, &modes, eval_progress)?;
     Ok(Trained { planner, report })
 }
 
@@ -347,9 +357,23 @@ pub fn calibrate_and_test(
     planner: &mut Planner,
     splits: &Splits,
     rule: FloorRule,
-    mut eval_progress: impl FnMut(&str, usize, usize),
+    eval_progress: impl FnMut(&str, usize, usize),
 ) -> Result<(), PlannerError> {
     let mode = planner.settings.confidence;
+    calibrate_and_test_choosing(planner, splits, rule, &[mode], eval_progress)
+}
+
+/// [`calibrate_and_test`], choosing the confidence score among `modes` on the calibration
+/// split: each gets its own floor and the one whose floor accepts the most plans is kept
+/// (delta shared among them, [`crate::guarantee::fit_best`]). One decode serves every mode.
+/// Without calibration traces (and an empirical rule) the planner keeps its mode and floor.
+pub fn calibrate_and_test_choosing(
+    planner: &mut Planner,
+    splits: &Splits,
+    rule: FloorRule,
+    modes: &[ConfidenceMode],
+    mut eval_progress: impl FnMut(&str, usize, usize),
+) -> Result<(), PlannerError> {
     // A guarantee with no calibration data certifies nothing, and says so; the empirical rule
     // with none leaves the planner's floor as it was.
     let guaranteed = matches!(rule, FloorRule::Guaranteed { .. });
@@ -358,12 +382,19 @@ pub fn calibrate_and_test(
         let (_, judged) = evaluate(planner, &cal, false, |d, n| {
             eval_progress("calibration", d, n)
         })?;
-        let s = scored(&judged, mode);
-        let fit = crate::guarantee::fit(&s, rule);
+        let modes = if modes.is_empty() {
+            vec![planner.settings.confidence]
+        } else {
+            modes.to_vec()
+        };
+        let per_mode: Vec<Vec<_>> = modes.iter().map(|&m| scored(&judged, m)).collect();
+        let (chosen, fit) = crate::guarantee::fit_best(&per_mode, rule);
+        planner.settings.confidence = modes[chosen];
         planner.set_floor(fit.floor);
-        planner.meta.calibration = Some(gate_metrics(&s, fit.floor));
+        planner.meta.calibration = Some(gate_metrics(&per_mode[chosen], fit.floor));
         planner.meta.floor_fit = Some(fit);
     }
+    let mode = planner.settings.confidence;
     if !splits.test.is_empty() {
         let test = items(&splits.test)?;
         let (_, judged) = evaluate(planner, &test, false, |d, n| eval_progress("test", d, n))?;

@@ -4,8 +4,8 @@
 //! where the empirical rule it replaces does so about half the time.
 
 use plansmith_planner::guarantee::{
-    binomial_cdf, candidate_floors, clopper_pearson_upper, fit, zero_error_count, FloorRule,
-    CANDIDATE_FLOORS,
+    binomial_cdf, candidate_floors, clopper_pearson_upper, fit, fit_best, zero_error_count,
+    FloorRule, CANDIDATE_FLOORS,
 };
 use plansmith_planner::Scored;
 use proptest::prelude::*;
@@ -121,6 +121,54 @@ fn the_floor_stops_before_the_wrong_plans() {
     assert!(candidate_floors().contains(&f.floor));
     assert!(f.risk_bound.unwrap() <= 0.01);
     assert_eq!(f.calibration, 2201);
+}
+
+#[test]
+fn choosing_among_scores_keeps_the_one_that_answers_most_and_shares_delta() {
+    // The same 1,200 plans under two scores. Under the first, a wrong plan sits among the
+    // most confident (as a mean log-prob can put it), so no floor certifies 1%; under the
+    // second, the wrong plans are the least confident.
+    let right = |i: usize| i % 40 != 3;
+    let confident_mistake: Vec<Scored> = (0..1200)
+        .map(|i| scored(if right(i) { -(i as f32) * 1e-3 } else { -1e-6 }, right(i)))
+        .collect();
+    let separating: Vec<Scored> = (0..1200)
+        .map(|i| scored(if right(i) { -(i as f32) * 1e-4 } else { -5.0 }, right(i)))
+        .collect();
+    assert!(!fit(&confident_mistake, FloorRule::DEFAULT_GUARANTEE).certified);
+    let (chosen, f) = fit_best(
+        &[confident_mistake.clone(), separating.clone()],
+        FloorRule::DEFAULT_GUARANTEE,
+    );
+    assert_eq!(chosen, 1, "{f:?}");
+    assert!(f.certified && f.wrong == 0, "{f:?}");
+    assert_eq!(f.modes_tried, 2);
+    // The stated rule is kept; the test ran at half the delta, so it needs more clean plans
+    // than a single score would.
+    assert_eq!(f.rule, FloorRule::DEFAULT_GUARANTEE);
+    let alone = fit(&separating, FloorRule::DEFAULT_GUARANTEE);
+    assert!(f.needed.unwrap() > alone.needed.unwrap(), "{f:?} {alone:?}");
+    assert_eq!(
+        f.needed.unwrap(),
+        zero_error_count(0.01, 0.05 / 2.0 / CANDIDATE_FLOORS as f64)
+    );
+    assert!(
+        f.summary().contains("over 2 confidence scores"),
+        "{}",
+        f.summary()
+    );
+    // Ties go to the first score; one score is the plain fit; none accepts nothing.
+    let (chosen, one) = fit_best(
+        std::slice::from_ref(&separating),
+        FloorRule::DEFAULT_GUARANTEE,
+    );
+    assert_eq!((chosen, &one), (0, &alone));
+    assert_eq!(
+        fit_best(&[separating.clone(), separating], FloorRule::ZERO_WRONG).0,
+        0
+    );
+    let (_, none) = fit_best(&[], FloorRule::DEFAULT_GUARANTEE);
+    assert!(!none.certified && none.accepted == 0);
 }
 
 /// SplitMix64: a seeded stream so the simulation is the same on every run.

@@ -115,6 +115,7 @@ fn reduced_budget_retrain_still_learns() {
         },
         floor: plansmith_planner::FloorRule::ZERO_WRONG,
         piece_dropout: 0.0,
+        other_confidence: Vec::new(),
     };
     let trained = train_planner(&splits, catalog, &spec, Progress::Hidden, |_, _, _| {}).unwrap();
     let test = trained.planner.meta.test.clone().unwrap();

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use plansmith_core::trace::read_traces;
-use plansmith_planner::train::{calibrate_and_test, Splits};
+use plansmith_planner::train::{calibrate_and_test_choosing, Splits};
 use plansmith_planner::{FloorRule, Planner};
 
 use crate::Outcome;
@@ -65,7 +65,9 @@ pub struct CalibrateArgs {
     test: Option<PathBuf>,
     /// Confidence over the tokens the model chose (`chosen`) or every reply token, forced
     /// ones included (`all`, mixle's choice), or the lowest reply token's log-prob
-    /// (`weakest`). Default: keep the planner's.
+    /// (`weakest`), or `auto`: a floor for each, keeping the one that answers the most (the
+    /// guarantee's delta shared among the three; one decode serves all). Default: keep the
+    /// planner's.
     #[arg(long)]
     confidence: Option<String>,
     #[command(flatten)]
@@ -80,9 +82,10 @@ pub struct CalibrateArgs {
 pub fn run(args: CalibrateArgs) -> anyhow::Result<Outcome> {
     let rule = args.floor.rule()?;
     let mut planner = Planner::load(&args.planner)?;
-    if let Some(name) = &args.confidence {
-        planner.settings.confidence = super::train::confidence_mode(name)?;
-    }
+    let modes = match &args.confidence {
+        Some(name) => super::train::confidence_modes(name)?,
+        None => vec![planner.settings.confidence],
+    };
     let splits = Splits {
         train: Vec::new(),
         calibration: read_traces(&args.calibration)?,
@@ -100,7 +103,13 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<Outcome> {
     );
     planner.meta.test = None;
     let bar = (!args.json).then(|| crate::progress::bar(0, "calibrating"));
-    calibrate_and_test(&mut planner, &splits, rule, crate::progress::stages(&bar))?;
+    calibrate_and_test_choosing(
+        &mut planner,
+        &splits,
+        rule,
+        &modes,
+        crate::progress::stages(&bar),
+    )?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }

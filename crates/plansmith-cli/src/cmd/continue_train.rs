@@ -103,6 +103,7 @@ pub fn run(c: Continue) -> anyhow::Result<Outcome> {
         settings: old.settings.clone(),
         floor: c.floor,
         piece_dropout: 0.0,
+        other_confidence: Vec::new(),
     };
     let files = TraceFiles {
         data: vec![data_file.clone()],

@@ -27,7 +27,7 @@ mod weights;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use candle_core::{Device, Tensor};
+use candle_core::{DType, Device, Tensor};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{LlamaError, Result};
@@ -508,18 +508,24 @@ impl LoraEngine {
     /// Save the adapter in PEFT layout (`adapter_config.json` + `adapter_model.safetensors`),
     /// each file written atomically.
     pub fn save_peft(&self, dir: &Path, base_model: &str) -> Result<()> {
+        self.save_peft_as(dir, base_model, DType::F32)
+    }
+
+    /// [`Self::save_peft`] with the weights stored as `dtype` (F16 halves a committed adapter;
+    /// loading widens it back to f32, so a planner calibrated on the loaded file is calibrated
+    /// on exactly the rounded weights it serves).
+    pub fn save_peft_as(&self, dir: &Path, base_model: &str, dtype: DType) -> Result<()> {
         let config = LoraConfig {
             r: self.lora.r,
             alpha: self.config.alpha,
             targets: self.config.targets.clone(),
         };
-        crate::lora::write_peft(
-            dir,
-            &self.peft_tensors(&self.lora.data)?,
-            &config,
-            self.config.dropout,
-            base_model,
-        )
+        let tensors = self
+            .peft_tensors(&self.lora.data)?
+            .into_iter()
+            .map(|(name, t)| Ok((name, t.to_dtype(dtype)?)))
+            .collect::<Result<BTreeMap<_, _>>>()?;
+        crate::lora::write_peft(dir, &tensors, &config, self.config.dropout, base_model)
     }
 }
 

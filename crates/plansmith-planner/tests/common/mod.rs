@@ -97,6 +97,7 @@ pub fn spec(epochs: usize, seed: u64) -> TrainSpec {
         settings: PlannerSettings::dsl(),
         floor: plansmith_planner::FloorRule::ZERO_WRONG,
         piece_dropout: 0.0,
+        other_confidence: Vec::new(),
     }
 }
 

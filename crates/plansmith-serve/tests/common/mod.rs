@@ -75,6 +75,7 @@ pub fn train_tiny(floor: f32) -> Planner {
         },
         floor: plansmith_planner::FloorRule::ZERO_WRONG,
         piece_dropout: 0.0,
+        other_confidence: Vec::new(),
     };
     let mut p = train_planner(
         &splits,
