@@ -11,7 +11,9 @@
 #   - the same N against changed catalogs (`data augment`: renamed tools and parameters, some
 #     opaque, shuffled, distractors, a needed tool removed -> clarify or no call);
 #   - N requests for tools invented per request (made-up verbs and descriptions);
-#   - N/3 requests of the synthetic tool families.
+#   - N/3 requests of the synthetic tool families;
+#   - N/2 requests for benchmark-style APIs (typed arguments: floats, lists, booleans, enums,
+#     optional values left to defaults; ~10% asking for an API the catalog lacks: no call).
 # `--group 32` gives each run of 32 traces one changed catalog and each invented tool 32
 # requests: a training batch then shares its catalog prompt and runs it once (about 10x
 # faster here than a catalog per trace; docs/guide/training.md).
@@ -29,7 +31,7 @@ bin="${CARGO_TARGET_DIR:-target}/release/plansmith"
 
 "$bin" data pace --out "$data" --seed "$seed" --n "$n" --upper-train 0.15
 "$bin" data augment --data "$data/train.jsonl" --tools "$tools" --out "$data/aug.jsonl" \
-  --copies 1 --group 32 --novel "$n" --synthetic "$((n / 3))" --seed "$seed" \
+  --copies 1 --group 32 --novel "$n" --synthetic "$((n / 3))" --apis "$((n / 2))" --seed "$seed" \
   --novel-alternatives --novel-wide-spelling --novel-durations
 cat "$data/train.jsonl" "$data/aug.jsonl" > "$data/mix.jsonl"
 # Held-out splits made the same way from the Pace generator's own calibration and test
@@ -37,7 +39,8 @@ cat "$data/train.jsonl" "$data/aug.jsonl" > "$data/mix.jsonl"
 # hundred requests each, enough to place the floor and report, without decoding thousands.
 for split in calibration test; do
   "$bin" data augment --data "$data/$split.jsonl" --tools "$tools" --out "$data/$split-aug.jsonl" \
-    --copies 1 --group 32 --novel "$((n / 10))" --synthetic "$((n / 30))" --seed "$((seed + 1000))" \
+    --copies 1 --group 32 --novel "$((n / 10))" --synthetic "$((n / 30))" --apis "$((n / 20))" \
+    --seed "$((seed + 1000))" \
     --novel-alternatives --novel-wide-spelling --novel-durations
   cat "$data/$split.jsonl" "$data/$split-aug.jsonl" | awk 'NR % 4 == 0' > "$data/$split-mix.jsonl"
 done

@@ -210,6 +210,44 @@ fn train_reads_traces_as_it_goes() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let lines = |p: &str| std::fs::read_to_string(d(p)).unwrap().lines().count();
     let total = lines("data/train.jsonl") + lines("aug.jsonl");
+    // Benchmark-style APIs: typed values (a float, a list) in catalogs of their own, 8 requests
+    // per catalog.
+    let o = plansmith(&[
+        "data",
+        "augment",
+        "--data",
+        &d("data/train.jsonl"),
+        "--tools",
+        "examples/pace/tools.json",
+        "--out",
+        &d("apis.jsonl"),
+        "--apis",
+        "40",
+        "--group",
+        "8",
+        "--seed",
+        "3",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let api_lines: Vec<serde_json::Value> = std::fs::read_to_string(d("apis.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(api_lines.len(), lines("data/train.jsonl") + 40);
+    let typed = api_lines.iter().filter(|t| {
+        t["calls"].as_array().unwrap().iter().any(|c| {
+            c["arguments"]
+                .as_object()
+                .unwrap()
+                .values()
+                .any(|v| v.is_array() || v.is_f64())
+        })
+    });
+    assert!(
+        typed.count() >= 3,
+        "few lists or floats among the API requests"
+    );
     let small = [
         "--tools",
         "examples/pace/tools.json",

@@ -11,6 +11,7 @@
 //!
 //! Everything is deterministic per seed ([`rng::Rng`], no global state).
 
+pub mod apis;
 pub mod augment;
 pub mod casing;
 pub mod families;
@@ -23,6 +24,7 @@ pub mod swapped;
 
 use std::path::Path;
 
+pub use apis::api_traces;
 pub use augment::{augment_traces, prompt_catalog_line, AugmentConfig, AugmentStats};
 pub use casing::shouted;
 pub use families::{families, synthetic_traces, Family};

@@ -81,6 +81,12 @@ pub enum DataCommand {
         /// than map Pace-shaped requests to Pace's tools.
         #[arg(long, default_value_t = 0)]
         swapped: usize,
+        /// Requests for benchmark-style APIs written for this project (calculators, lookups,
+        /// bookings) with typed arguments: floats, lists, booleans, enums, optional parameters
+        /// left to their defaults. Catalogs of two to four APIs, half beside the `--tools`
+        /// catalog; ~10% ask for an API the catalog lacks (no call), ~18% for two calls.
+        #[arg(long, default_value_t = 0)]
+        apis: usize,
         /// Traces per augmented catalog: each run of this many consecutive traces of one
         /// catalog gets the same renaming, order, distractors and removed tool, and each
         /// invented tool (`--novel`) gets this many requests. For LoRA on a pretrained model,
@@ -185,6 +191,7 @@ pub fn run(command: DataCommand) -> anyhow::Result<Outcome> {
             novel_wide_spelling,
             novel_durations,
             swapped,
+            apis,
             group,
             keep_original,
             seed,
@@ -232,6 +239,11 @@ pub fn run(command: DataCommand) -> anyhow::Result<Outcome> {
             }
             if swapped > 0 {
                 let part = plansmith_data::swapped_verb_traces(swapped, seed, &catalog)?;
+                written += part.len();
+                jsonl.push_str(&plansmith_data::pace::traces_to_jsonl(&part));
+            }
+            if apis > 0 {
+                let part = plansmith_data::api_traces(apis, seed, &catalog.tools, group)?;
                 written += part.len();
                 jsonl.push_str(&plansmith_data::pace::traces_to_jsonl(&part));
             }

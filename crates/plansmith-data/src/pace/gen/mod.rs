@@ -23,6 +23,10 @@ pub(crate) enum A {
     Slot(&'static str),
     /// An integer spelled by a slot's leading digits.
     Int(&'static str),
+    /// A number spelled by a slot ("12.5", "7"): an integer when it has no decimals.
+    Num(&'static str),
+    /// A boolean the template's words decide.
+    Bool(bool),
     /// The core phrase (the request without wrappers or trailing punctuation).
     Core,
     Obj(Vec<(&'static str, A)>),
@@ -423,6 +427,8 @@ fn rename_slots(a: &A) -> Option<A> {
         A::EnumOf(s) => A::EnumOf(second_slot(s)?),
         A::Slot(s) => A::Slot(second_slot(s)?),
         A::Int(s) => A::Int(second_slot(s)?),
+        A::Num(s) => A::Num(second_slot(s)?),
+        A::Bool(b) => A::Bool(*b),
         A::Core => return None,
         A::Obj(fields) => A::Obj(
             fields

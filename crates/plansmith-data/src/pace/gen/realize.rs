@@ -285,6 +285,14 @@ pub(crate) fn realize_open(d: &Draft, rng: &mut Rng, slips: bool, open: f64) -> 
                 let digits: String = v.chars().take_while(char::is_ascii_digit).collect();
                 Value::from(digits.parse::<i64>().expect("integer slot without digits"))
             }
+            A::Num(s) => {
+                let v = lookup(s);
+                match v.parse::<i64>() {
+                    Ok(i) => Value::from(i),
+                    Err(_) => Value::from(v.parse::<f64>().expect("number slot")),
+                }
+            }
+            A::Bool(b) => Value::Bool(*b),
             A::Core => Value::String(core.to_string()),
             A::Obj(fields) => Value::Object(
                 fields
