@@ -10,7 +10,8 @@
 #   - N Pace requests against the Pace catalog;
 #   - the same N against changed catalogs (`data augment`: renamed tools and parameters, some
 #     opaque, shuffled, distractors, a needed tool removed -> clarify or no call);
-#   - N requests for tools invented per request (made-up verbs and descriptions);
+#   - N requests for tools invented per request (made-up verbs and descriptions; string
+#     parameters typed: a person, a time, a place... named and described as such);
 #   - N/3 requests of the synthetic tool families;
 #   - N/2 requests for benchmark-style APIs (typed arguments: floats, lists, booleans, enums,
 #     optional values left to defaults; ~10% asking for an API the catalog lacks: no call).
@@ -32,7 +33,7 @@ bin="${CARGO_TARGET_DIR:-target}/release/plansmith"
 "$bin" data pace --out "$data" --seed "$seed" --n "$n" --upper-train 0.15
 "$bin" data augment --data "$data/train.jsonl" --tools "$tools" --out "$data/aug.jsonl" \
   --copies 1 --group 32 --novel "$n" --synthetic "$((n / 3))" --apis "$((n / 2))" --seed "$seed" \
-  --novel-alternatives --novel-wide-spelling --novel-durations
+  --novel-alternatives --novel-wide-spelling --novel-durations --novel-typed
 cat "$data/train.jsonl" "$data/aug.jsonl" > "$data/mix.jsonl"
 # Held-out splits made the same way from the Pace generator's own calibration and test
 # requests (a different seed, so other invented tools), then every 4th line of each: a few
@@ -41,7 +42,7 @@ for split in calibration test; do
   "$bin" data augment --data "$data/$split.jsonl" --tools "$tools" --out "$data/$split-aug.jsonl" \
     --copies 1 --group 32 --novel "$((n / 10))" --synthetic "$((n / 30))" --apis "$((n / 20))" \
     --seed "$((seed + 1000))" \
-    --novel-alternatives --novel-wide-spelling --novel-durations
+    --novel-alternatives --novel-wide-spelling --novel-durations --novel-typed
   cat "$data/$split.jsonl" "$data/$split-aug.jsonl" | awk 'NR % 4 == 0' > "$data/$split-mix.jsonl"
 done
 # r=8 on every projection, stored in f16: a 4.9 MB adapter for SmolLM2-135M, under the 8 MiB

@@ -99,6 +99,49 @@ const LINKS: &[&str] = &[
     "when ", "at ", "till ",
 ];
 
+/// Kinds of value for [`NovelOptions::typed`]: parameter names that say what they hold, a
+/// description, the values and the words that lead into them. A request's values then fit
+/// the parameters they go to, so a planner can tell two string parameters apart by meaning,
+/// not by their order. (None of the held-out evaluation verb's words: see the module note.)
+struct Kind {
+    names: &'static [&'static str],
+    desc: &'static str,
+    values: &'static [&'static str],
+    links: &'static [&'static str],
+}
+
+#[rustfmt::skip]
+const KINDS: &[Kind] = &[
+    Kind { names: &["person", "recipient", "contact", "who", "member", "owner"],
+        desc: "The person it is for.",
+        values: &["Maria", "Tom", "Jenna", "Dr. Patel", "Lucas", "Priya Shah", "my sister", "the landlord", "Coach Rivera", "Omar"],
+        links: &["", "for ", "to ", "with "] },
+    Kind { names: &["when", "time", "date", "moment", "deadline"],
+        desc: "When, as the user says it.",
+        values: &["8 am", "Friday", "tomorrow morning", "half past six", "midnight", "the weekend", "next Tuesday", "noon", "tonight"],
+        links: &["at ", "on ", "for ", "by "] },
+    Kind { names: &["place", "location", "where", "destination", "venue"],
+        desc: "Where, as the user names it.",
+        values: &["the office", "the gym", "Lisbon", "the airport", "Grandma's house", "the north entrance", "room 204", "the garden"],
+        links: &["at ", "in ", "to ", "near "] },
+    Kind { names: &["item", "thing", "object", "product", "document", "title"],
+        desc: "The thing to act on.",
+        values: &["the report", "the blue folder", "the quarterly budget", "the garden hose", "my passport", "the new logo", "the lease renewal", "the second draft", "the spare keys", "the tax forms", "order 4471", "ticket 88"],
+        links: &[""] },
+    Kind { names: &["event", "trigger", "signal", "occasion"],
+        desc: "What has to happen first.",
+        values: &["the server restarts", "the bus arrives", "dinner is ready", "Tom calls back", "the parcel ships", "the backup is complete", "the laundry is dry", "the guests arrive", "the plane lands"],
+        links: &["when ", "after ", "once ", "as soon as "] },
+    Kind { names: &["text", "message", "note", "comment", "body"],
+        desc: "The words to use, as the user says them.",
+        values: &["running late", "happy birthday", "call me back", "the door code is 4412", "see you soon", "bring snacks", "meeting moved to 3"],
+        links: &["saying ", "that says ", "with the words "] },
+    Kind { names: &["topic", "subject", "keyword", "query"],
+        desc: "What it is about.",
+        values: &["solar panels", "the hiking trip", "Project Falcon", "sourdough", "the team offsite", "knee pain", "jazz history"],
+        links: &["about ", "on ", "regarding "] },
+];
+
 /// Integer limits: (unit in the request, parameter name suffixes).
 #[rustfmt::skip]
 const UNITS: &[&str] = &[
@@ -137,6 +180,8 @@ struct Invented {
     /// Words a request may use to name it (its name's verb, and its description's verbs).
     verbs: Vec<String>,
     strings: Vec<&'static str>,
+    /// With [`NovelOptions::typed`]: each string parameter's kind (an index into [`KINDS`]).
+    kinds: Vec<usize>,
     /// The integer parameter and the unit a request counts it in.
     int: Option<(String, &'static str)>,
 }
@@ -281,7 +326,16 @@ fn invent(rng: &mut Rng, taken: &mut HashSet<String>, opts: NovelOptions) -> Inv
     taken.insert(name.clone());
     let n_strings = if rng.chance(0.35) { 2 } else { 1 };
     let mut strings: Vec<&'static str> = Vec::new();
+    let mut kinds: Vec<usize> = Vec::new();
     while strings.len() < n_strings {
+        if opts.typed {
+            let k = rng.below(KINDS.len());
+            if !kinds.contains(&k) {
+                kinds.push(k);
+                strings.push(*rng.pick(KINDS[k].names));
+            }
+            continue;
+        }
         let p = *rng.pick(STRING_PARAMS);
         if !strings.contains(&p) {
             strings.push(p);
@@ -296,8 +350,12 @@ fn invent(rng: &mut Rng, taken: &mut HashSet<String>, opts: NovelOptions) -> Inv
         (name, unit)
     });
     let mut props = serde_json::Map::new();
-    for p in &strings {
-        props.insert(p.to_string(), json!({"type": "string"}));
+    for (i, p) in strings.iter().enumerate() {
+        let schema = match kinds.get(i) {
+            Some(&k) => json!({"type": "string", "description": KINDS[k].desc}),
+            None => json!({"type": "string"}),
+        };
+        props.insert(p.to_string(), schema);
     }
     if let Some((p, _)) = &int {
         props.insert(p.clone(), json!({"type": "integer", "minimum": 0}));
@@ -321,6 +379,7 @@ fn invent(rng: &mut Rng, taken: &mut HashSet<String>, opts: NovelOptions) -> Inv
         tool: tool_value(&name, &description, Value::Object(props), &required),
         verbs,
         strings,
+        kinds,
         int,
     }
 }
@@ -380,14 +439,18 @@ fn draft(rng: &mut Rng, inv: &Invented, required: usize, opts: NovelOptions) -> 
     };
     let mut used = HashSet::new();
     for (i, slot) in placeholders.iter().enumerate().take(n_phrases) {
+        let (values, links) = match inv.kinds.get(i) {
+            Some(&k) => (KINDS[k].values, KINDS[k].links),
+            None => (VALUES, LINKS),
+        };
         let value = loop {
-            let v = *rng.pick(VALUES);
+            let v = *rng.pick(values);
             if used.insert(v) {
                 break v;
             }
         };
         d.slot(slot, "value", value);
-        let link = *rng.pick(LINKS);
+        let link = *rng.pick(links);
         let link = if i > 0 && link.is_empty() {
             "and "
         } else {
@@ -448,6 +511,12 @@ pub struct NovelOptions {
     /// parameter's value, and the integer parameter's too when it counts in the same unit:
     /// durations are phrases like any other, which the other requests never show.
     pub durations: bool,
+    /// String parameters have a kind (a person, a time, a place, a thing, an event, words to
+    /// say, a topic): a name and a description that say what they hold, values of that kind,
+    /// and the words that lead into them ("for Maria", "when the bus arrives"). Without it any
+    /// value goes to any generic parameter name, and a request's values can only be told
+    /// apart by their order.
+    pub typed: bool,
     /// Requests drawn per invented tool and its catalog (0 and 1 both mean one): with a
     /// batch's size, LoRA training runs each catalog prompt once per batch instead of once
     /// per example.

@@ -341,3 +341,61 @@ fn grouped_augmentation_shares_one_catalog_per_group_and_stays_valid() {
     assert!(per_catalog.len() <= 40, "{}", per_catalog.len());
     assert!(per_catalog.values().all(|&n| n <= 5), "{per_catalog:?}");
 }
+
+#[test]
+fn typed_parameters_say_what_they_hold_and_get_values_of_their_kind() {
+    let others = pace_without_wait();
+    let typed = plansmith_data::NovelOptions {
+        typed: true,
+        ..Default::default()
+    };
+    let traces = plansmith_data::novel_traces_with(1500, 4, &others, &others, typed).unwrap();
+    let plain =
+        plansmith_data::novel_traces_with(1500, 4, &others, &others, Default::default()).unwrap();
+    // A person-named parameter gets a person in typed requests; untyped requests put any
+    // phrase anywhere (the event-like values "... arrives" / "... calls back" go to it too).
+    let people = [
+        "Maria",
+        "Tom",
+        "Jenna",
+        "Dr. Patel",
+        "Lucas",
+        "Priya Shah",
+        "my sister",
+        "the landlord",
+        "Coach Rivera",
+        "Omar",
+    ];
+    let (mut to_person, mut described) = (0, 0);
+    for t in &traces {
+        check(t);
+        let catalog = Catalog::from_value(t.tools.as_ref().unwrap()).unwrap();
+        let tool = catalog.get(&t.calls[0].name).unwrap();
+        for (k, v) in &t.calls[0].arguments {
+            if let Some(desc) = tool.parameters["properties"][k]["description"].as_str() {
+                described += 1;
+                if desc == "The person it is for." {
+                    let v = v.as_str().unwrap().to_lowercase();
+                    assert!(people.iter().any(|p| p.to_lowercase() == v), "{k} = {v}");
+                    to_person += 1;
+                }
+            }
+        }
+    }
+    assert!(
+        to_person > 50 && described > 1000,
+        "{to_person} {described}"
+    );
+    let plain_described = plain
+        .iter()
+        .filter(|t| {
+            let catalog = Catalog::from_value(t.tools.as_ref().unwrap()).unwrap();
+            let tool = catalog.get(&t.calls[0].name).unwrap();
+            t.calls[0]
+                .arguments
+                .keys()
+                .any(|k| tool.parameters["properties"][k]["description"].is_string())
+        })
+        .count();
+    assert_eq!(plain_described, 0);
+}

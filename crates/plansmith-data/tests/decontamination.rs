@@ -57,6 +57,7 @@ fn training_mix() -> Vec<Trace> {
             alternatives: true,
             wide_spelling: true,
             durations: true,
+            typed: false,
             group: 1,
         },
     )

@@ -75,6 +75,13 @@ pub enum DataCommand {
         /// default, as --novel-wide-spelling.
         #[arg(long, requires = "novel")]
         novel_durations: bool,
+        /// With --novel: string parameters have a kind (a person, a time, a place, a thing, an
+        /// event, words to say, a topic) with a name and description that say what they hold,
+        /// and requests give them values of that kind ("for Maria", "when the bus arrives"),
+        /// so two string parameters are told apart by meaning rather than order. Off by
+        /// default, as --novel-wide-spelling.
+        #[arg(long, requires = "novel")]
+        novel_typed: bool,
         /// Pace-shaped requests whose verb is new ("blicket the volume to 40") calling a tool
         /// named after it that stands in for the `--tools` tool (`blicket(target, value)`
         /// for `set`): teaches a planner to match the request's verb to a tool's name rather
@@ -190,6 +197,7 @@ pub fn run(command: DataCommand) -> anyhow::Result<Outcome> {
             novel_alternatives,
             novel_wide_spelling,
             novel_durations,
+            novel_typed,
             swapped,
             apis,
             group,
@@ -231,6 +239,7 @@ pub fn run(command: DataCommand) -> anyhow::Result<Outcome> {
                         alternatives: novel_alternatives,
                         wide_spelling: novel_wide_spelling,
                         durations: novel_durations,
+                        typed: novel_typed,
                         group,
                     },
                 )?;
