@@ -71,13 +71,9 @@ const fn opt(
     desc: &'static str,
     say: &'static [&'static str],
 ) -> Param {
-    Param {
-        name,
-        ty,
-        desc,
-        say,
-        required: false,
-    }
+    let mut p = req(name, ty, desc, say);
+    p.required = false;
+    p
 }
 
 /// An API: its possible names, description, the words a request asks for it with (the
