@@ -221,14 +221,10 @@ fn train_base_tunes_a_lora_planner_and_resumes_from_its_checkpoint() {
             "--calibration",
             cal.as_str(),
         ]);
-        args.extend([
-            "--test",
-            cal.as_str(),
-            "--out",
-            out.as_str(),
-            "--quiet",
-            "--json",
-        ]);
+        args.extend(["--test", cal.as_str(), "--quiet", "--json"]);
+        if !extra.contains(&"--out") {
+            args.extend(["--out", out.as_str()]);
+        }
         args.extend([
             "--steps",
             "2",
@@ -276,6 +272,28 @@ fn train_base_tunes_a_lora_planner_and_resumes_from_its_checkpoint() {
     let planner = d("planner");
     let o = plansmith(&["plan", "--planner", &planner, "--json", "open mail"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    // the compact tool list: kept in planner.json and used to plan; its checkpoint is another
+    // run's (other prompt tokens)
+    let compact = d("compact");
+    let o = train(&["--tool-list", "compact", "--out", &compact]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let manifest = std::fs::read_to_string(dir.join("compact/planner.json")).unwrap();
+    let manifest: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+    assert_eq!(manifest["tool_list"], "compact", "{manifest}");
+    let o = plansmith(&["plan", "--planner", &compact, "--json", "open mail"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let o = train(&[
+        "--tool-list",
+        "compact",
+        "--resume",
+        &d("planner.checkpoint"),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("other examples"),
+        "{}",
+        text(&o.stderr)
+    );
     // resuming the step-1 checkpoint finishes the run
     let o = train(&["--resume", &d("planner.checkpoint")]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));

@@ -82,8 +82,117 @@ pub fn tool_functions(tools: &Value) -> Result<Vec<Value>> {
         .collect()
 }
 
+/// How the system message lists the tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolList {
+    /// Each tool's function object as one line of JSON (what OpenAI-style templates do).
+    #[default]
+    Json,
+    /// A tool per line, `name: description`, then a line per parameter with its type (enum
+    /// values spelled out, `?` for optional) and description: the same information in about
+    /// half the tokens, so a per-request catalog costs half the prefill.
+    Compact,
+}
+
+/// A schema's type the way [`ToolList::Compact`] writes it: enum values, `[item]` for arrays,
+/// `{key: type}` for objects with properties.
+fn compact_type(schema: &Value) -> String {
+    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+        return values
+            .iter()
+            .map(|v| serde_json::to_string(v).unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join(" | ");
+    }
+    let ty = match schema.get("type") {
+        Some(Value::String(t)) => t.clone(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(" | "),
+        _ => "any".to_string(),
+    };
+    match ty.as_str() {
+        "array" => format!(
+            "[{}]",
+            compact_type(schema.get("items").unwrap_or(&Value::Null))
+        ),
+        "object" => match schema.get("properties").and_then(Value::as_object) {
+            Some(props) if !props.is_empty() => {
+                let required = required_of(schema);
+                let fields: Vec<String> = props
+                    .iter()
+                    .map(|(k, v)| {
+                        let q = if required.contains(&k.as_str()) {
+                            ""
+                        } else {
+                            "?"
+                        };
+                        format!("{k}{q}: {}", compact_type(v))
+                    })
+                    .collect();
+                format!("{{{}}}", fields.join(", "))
+            }
+            _ => "object".to_string(),
+        },
+        _ => ty,
+    }
+}
+
+fn required_of(schema: &Value) -> Vec<&str> {
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// One function in [`ToolList::Compact`] form (lines end with a newline).
+fn compact_function(f: &Value) -> String {
+    let text = |v: Option<&Value>| {
+        v.and_then(Value::as_str)
+            .map(|d| d.split_whitespace().collect::<Vec<_>>().join(" "))
+            .unwrap_or_default()
+    };
+    let name = f.get("name").and_then(Value::as_str).unwrap_or_default();
+    let desc = text(f.get("description"));
+    let mut s = if desc.is_empty() {
+        format!("{name}\n")
+    } else {
+        format!("{name}: {desc}\n")
+    };
+    let params = f.get("parameters").unwrap_or(&Value::Null);
+    let required = required_of(params);
+    if let Some(props) = params.get("properties").and_then(Value::as_object) {
+        for (k, v) in props {
+            let q = if required.contains(&k.as_str()) {
+                ""
+            } else {
+                "?"
+            };
+            s.push_str(&format!("  {k}{q}: {}", compact_type(v)));
+            if let Some(d) = v.get("default") {
+                s.push_str(&format!(" = {d}"));
+            }
+            let d = text(v.get("description"));
+            if !d.is_empty() {
+                s.push_str(&format!(" -- {d}"));
+            }
+            s.push('\n');
+        }
+    }
+    s
+}
+
 /// The system-prompt text that lists the tools and asks for a JSON array of calls.
 pub fn tools_system_text(system: Option<&str>, tools: &Value) -> Result<String> {
+    tools_system_text_as(system, tools, ToolList::Json)
+}
+
+/// [`tools_system_text`] with the tools listed as `list` says.
+pub fn tools_system_text_as(system: Option<&str>, tools: &Value, list: ToolList) -> Result<String> {
     let fns = tool_functions(tools)?;
     let mut s = String::new();
     if let Some(sys) = system.filter(|s| !s.is_empty()) {
@@ -92,8 +201,13 @@ pub fn tools_system_text(system: Option<&str>, tools: &Value) -> Result<String> 
     }
     s.push_str("You are a function-calling assistant. You have access to these tools:\n<tools>\n");
     for f in &fns {
-        s.push_str(&serde_json::to_string(f).unwrap_or_default());
-        s.push('\n');
+        match list {
+            ToolList::Json => {
+                s.push_str(&serde_json::to_string(f).unwrap_or_default());
+                s.push('\n');
+            }
+            ToolList::Compact => s.push_str(&compact_function(f)),
+        }
     }
     s.push_str(
         "</tools>\nAnswer the user's request with only a JSON array of tool calls, for example \
@@ -220,7 +334,18 @@ impl ChatTemplate {
         tools: &Value,
         user: &str,
     ) -> Result<ToolsPrompt> {
-        let sys = ChatMessage::new("system", tools_system_text(system, tools)?);
+        self.tools_prompt_as(system, tools, user, ToolList::Json)
+    }
+
+    /// [`Self::tools_prompt`] with the tools listed as `list` says.
+    pub fn tools_prompt_as(
+        &self,
+        system: Option<&str>,
+        tools: &Value,
+        user: &str,
+        list: ToolList,
+    ) -> Result<ToolsPrompt> {
+        let sys = ChatMessage::new("system", tools_system_text_as(system, tools, list)?);
         let prefix = self.render(std::slice::from_ref(&sys), None, false)?;
         let full = self.render(&[sys, ChatMessage::new("user", user)], None, true)?;
         if !full.starts_with(&prefix) {
@@ -295,6 +420,36 @@ mod tests {
         assert!(p
             .full
             .ends_with("<|im_start|>user\nset x to 3<|im_end|>\n<|im_start|>assistant\n"));
+    }
+
+    #[test]
+    fn the_compact_list_keeps_names_types_enums_and_descriptions_in_fewer_characters() {
+        let tools = serde_json::json!([{"type": "function", "function": {"name": "book_room",
+            "description": "Book a   meeting room.", "parameters": {"type": "object",
+            "properties": {
+                "room": {"type": "string", "description": "Room name."},
+                "size": {"type": "string", "enum": ["small", "large"]},
+                "people": {"type": "integer", "default": 2},
+                "who": {"type": "array", "items": {"type": "string"}},
+                "at": {"type": "object", "properties": {"day": {"type": "string"},
+                    "hour": {"type": "integer"}}, "required": ["day"]}},
+            "required": ["room", "size"]}}}]);
+        let compact = tools_system_text_as(None, &tools, ToolList::Compact).unwrap();
+        let json = tools_system_text(None, &tools).unwrap();
+        assert!(
+            compact.contains(
+                "book_room: Book a meeting room.\n  room: string -- Room name.\n  \
+             size: \"small\" | \"large\"\n  people?: integer = 2\n  who?: [string]\n  \
+             at?: {day: string, hour?: integer}\n</tools>"
+            ),
+            "{compact}"
+        );
+        assert!(compact.len() < json.len());
+        // The request is still a suffix after the cached prefix.
+        let p = ChatTemplate::chatml()
+            .tools_prompt_as(None, &tools, "book it", ToolList::Compact)
+            .unwrap();
+        assert!(p.full.starts_with(&p.prefix) && p.prefix.contains("book_room: Book"));
     }
 
     #[test]

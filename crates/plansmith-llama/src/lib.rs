@@ -27,7 +27,7 @@ pub use tokenizer::{PreTokenizer, TokenKind, Tokenizer};
 pub mod chat;
 pub mod prefix;
 
-pub use chat::{ChatMessage, ChatTemplate, ToolsPrompt, ToolsPromptTokens};
+pub use chat::{ChatMessage, ChatTemplate, ToolList, ToolsPrompt, ToolsPromptTokens};
 pub use prefix::{PrefixCache, PrefixKey, PrefixOutcome};
 pub mod bundle;
 

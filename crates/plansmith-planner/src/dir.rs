@@ -208,6 +208,7 @@ impl Planner {
             .ok_or_else(|| dir_err(&dir.join(MANIFEST), "a llama planner needs `llama.base`"))?;
         let mut lm = LlamaLm::load(source.resolved(dir))?;
         lm.use_syntax(m.settings.syntax)?;
+        lm.use_tool_list(m.settings.tool_list);
         let catalog = Catalog::from_tools(m.catalog)?;
         Ok(Some(Planner::with_lm(
             Box::new(lm),
@@ -252,6 +253,7 @@ impl Planner {
         settings: PlannerSettings,
     ) -> Result<Planner, PlannerError> {
         lm.use_syntax(settings.syntax)?;
+        lm.use_tool_list(settings.tool_list);
         Planner::with_lm(Box::new(lm), catalog, settings, PlannerMeta::default())
     }
 }

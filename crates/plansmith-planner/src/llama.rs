@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 
 use plansmith_core::{Catalog, Syntax};
 use plansmith_grammar::TokEnv;
-use plansmith_llama::{GgufBundle, PeftAdapter, PrefixCache, PrefixKey, PrefixOutcome, Session};
+use plansmith_llama::{
+    GgufBundle, PeftAdapter, PrefixCache, PrefixKey, PrefixOutcome, Session, ToolList,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{DecodeState, ModelBackend, Persisted, Started};
@@ -64,6 +66,8 @@ pub struct LlamaLm {
     /// The prompt is the chat template's own tool rendering (its reply format, e.g. Qwen's
     /// `<tool_call>` tags), not plansmith's system message asking for a JSON array.
     native_tools: bool,
+    /// How plansmith's system message lists the tools (not used with `native_tools`).
+    tool_list: ToolList,
 }
 
 fn load_err(path: &Path, e: impl std::fmt::Display) -> PlannerError {
@@ -107,7 +111,13 @@ impl LlamaLm {
             eos,
             limit,
             native_tools: false,
+            tool_list: ToolList::Json,
         })
+    }
+
+    /// List the tools in plansmith's system message as `list` says (what an adapter learnt).
+    pub fn use_tool_list(&mut self, list: ToolList) {
+        self.tool_list = list;
     }
 
     /// Prompt in the template's own tool format when `syntax` is [`Syntax::ToolCall`] (the
@@ -228,7 +238,7 @@ impl ModelBackend for LlamaLm {
                 .native_tools_prompt(&catalog.to_openai(), request)?
         } else {
             b.template
-                .tools_prompt(None, &catalog.to_openai(), request)?
+                .tools_prompt_as(None, &catalog.to_openai(), request, self.tool_list)?
         };
         let pt = prompt.tokenize(&b.tokenizer);
         // Leave room for a reply of a reasonable size.
@@ -242,7 +252,10 @@ impl ModelBackend for LlamaLm {
         let key = PrefixKey {
             model: b.model.fingerprint(),
             catalog: hash.to_string(),
-            template: b.template.id() ^ u64::from(self.native_tools),
+            // Which prompt the prefix is: the template, its own tools or ours, and our list.
+            template: b.template.id()
+                ^ u64::from(self.native_tools)
+                ^ (u64::from(self.tool_list == ToolList::Compact) << 1),
         };
         let mut session = b.model.session();
         let (logits, outcome) = self.prefixes.prefill(

@@ -55,6 +55,9 @@ pub struct LoraSpec {
     /// writes an adapter trained in f32.
     #[serde(default)]
     pub adapter_f16: bool,
+    /// How the prompt lists the tools; the planner keeps it for planning.
+    #[serde(default)]
+    pub tool_list: plansmith_llama::ToolList,
     /// Write a checkpoint every this many steps (0: only when stopped).
     pub checkpoint_every: usize,
     /// Where checkpoints go (`checkpoint.safetensors` inside).
@@ -128,6 +131,7 @@ pub fn examples(
     catalog: &Catalog,
     eos: u32,
     max_tokens: usize,
+    tool_list: plansmith_llama::ToolList,
 ) -> Result<Examples, PlannerError> {
     use std::hash::{Hash, Hasher};
     let context = bundle.model.config().max_position;
@@ -138,7 +142,7 @@ pub fn examples(
         let request = prompt::clean_request(&t.request);
         let p = bundle
             .template
-            .tools_prompt(None, &cat.to_openai(), &request)?;
+            .tools_prompt_as(None, &cat.to_openai(), &request, tool_list)?;
         let mut tokens = bundle.tokenizer.encode(&p.full, true, true);
         let prompt_len = tokens.len();
         let plan = plansmith_core::validate::schema_order(&t.plan(), cat);
@@ -256,7 +260,14 @@ pub fn train_lora(
         examples: data,
         prefix_keys,
         skipped,
-    } = examples(&bundle, &splits.train, &catalog, eos, spec.max_tokens)?;
+    } = examples(
+        &bundle,
+        &splits.train,
+        &catalog,
+        eos,
+        spec.max_tokens,
+        spec.tool_list,
+    )?;
     if data.is_empty() {
         return Err(PlannerError::Data(format!(
             "no training example fits in {} tokens ({skipped} skipped)",
@@ -381,7 +392,11 @@ pub fn train_lora(
     };
     engine.save_peft_as(&staging, &base_name, dtype)?;
     drop(engine);
-    let mut planner = Planner::pretrained(&base, Some(&staging), catalog, PlannerSettings::chat())?;
+    let settings = PlannerSettings {
+        tool_list: spec.tool_list,
+        ..PlannerSettings::chat()
+    };
+    let mut planner = Planner::pretrained(&base, Some(&staging), catalog, settings)?;
     let mut summary = report.clone();
     summary.losses = Vec::new();
     planner.meta.training = serde_json::json!({"lora": spec, "report": summary,

@@ -3,6 +3,7 @@
 //! building, the planner directory and training.
 
 use plansmith_core::{Policy, Syntax};
+use plansmith_llama::ToolList;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -46,6 +47,15 @@ pub struct PlannerSettings {
     /// 0 decodes greedily on the model's own scores. DSL planners with tools in the prompt only.
     #[serde(default)]
     pub name_prior: f32,
+    /// Pretrained planners with plansmith's JSON-array prompt: how its system message lists
+    /// the tools (full JSON per tool, or the compact form in about half the tokens). The
+    /// adapter learnt one; planning must use the same.
+    #[serde(default, skip_serializing_if = "is_json_list")]
+    pub tool_list: ToolList,
+}
+
+fn is_json_list(list: &ToolList) -> bool {
+    *list == ToolList::Json
 }
 
 impl PlannerSettings {
@@ -62,6 +72,7 @@ impl PlannerSettings {
             confidence: ConfidenceMode::ChosenTokens,
             max_calls: 4,
             name_prior: 0.0,
+            tool_list: ToolList::Json,
         }
     }
 
@@ -79,6 +90,7 @@ impl PlannerSettings {
             confidence: ConfidenceMode::ChosenTokens,
             max_calls: 8,
             name_prior: 0.0,
+            tool_list: ToolList::Json,
         }
     }
 }

@@ -117,8 +117,14 @@ fn real_examples(gguf: &Path, tools: &Path, n: usize) -> anyhow::Result<Vec<Exam
         adapter: None,
     })?;
     let eos = plansmith_planner::ModelBackend::grammar_eos(&lm);
-    let data =
-        plansmith_planner::lora_train::examples(&lm.bundle, &traces, &catalog, eos, usize::MAX)?;
+    let data = plansmith_planner::lora_train::examples(
+        &lm.bundle,
+        &traces,
+        &catalog,
+        eos,
+        usize::MAX,
+        plansmith_llama::ToolList::Json,
+    )?;
     Ok(data.examples)
 }
 

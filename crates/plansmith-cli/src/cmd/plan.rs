@@ -29,6 +29,24 @@ pub enum ReplyFormat {
     ToolCall,
 }
 
+/// How plansmith's system message lists the tools (`--tool-list`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ToolListArg {
+    /// Each tool's function object as a line of JSON.
+    Json,
+    /// A line per tool and per parameter (type, enum values, description): half the tokens.
+    Compact,
+}
+
+impl From<ToolListArg> for plansmith_llama::ToolList {
+    fn from(a: ToolListArg) -> Self {
+        match a {
+            ToolListArg::Json => plansmith_llama::ToolList::Json,
+            ToolListArg::Compact => plansmith_llama::ToolList::Compact,
+        }
+    }
+}
+
 /// Which argument values a pretrained model must copy from the request (`--copy`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum CopyValues {
@@ -69,6 +87,12 @@ pub struct ModelArgs {
     /// allows nothing else, so an optional value the request does not state is left out).
     #[arg(long, requires = "gguf", value_enum, default_value_t = CopyValues::None, value_name = "WHICH")]
     pub copy: CopyValues,
+    /// How a --gguf model's prompt lists the tools with the json reply format: `json` (each
+    /// tool's function object) or `compact` (a line per tool and parameter, half the tokens).
+    /// An adapter must be used with the list it was trained on (`train --tool-list`; a
+    /// planner directory records it).
+    #[arg(long, requires = "gguf", value_enum, default_value_t = ToolListArg::Json, value_name = "LIST")]
+    pub tool_list: ToolListArg,
     /// Rank the first call's tool name by how much the request raises it over an empty
     /// request: log p(name | request) - W * log p(name | no request). Helps tools the planner
     /// never saw against ones it saw often; 0 (the default) is the model's own ranking.
@@ -167,6 +191,7 @@ pub fn load_model(args: &ModelArgs) -> anyhow::Result<Planner> {
                 .as_ref()
                 .clone();
             let mut settings = plansmith_planner::PlannerSettings::chat();
+            settings.tool_list = args.tool_list.into();
             if args.copy == CopyValues::FreeStrings {
                 settings.policy = plansmith_core::Policy::copy_free_strings();
             }

@@ -165,6 +165,12 @@ pub struct TrainArgs {
     /// The floor is fitted on the rounded weights.
     #[arg(long, requires = "base")]
     adapter_f16: bool,
+    /// How the prompt lists the tools: `json` (each tool's function object on a line) or
+    /// `compact` (a line per tool and per parameter with its type and description: the same
+    /// information in about half the tokens, so per-request catalogs cost half the prefill
+    /// in training and planning). The planner keeps it.
+    #[arg(long, value_enum, default_value_t = super::plan::ToolListArg::Json, requires = "base")]
+    tool_list: super::plan::ToolListArg,
     /// LoRA optimizer steps of --batch-size examples (default: one pass over the data).
     #[arg(long, requires = "base")]
     steps: Option<usize>,
@@ -479,6 +485,7 @@ fn train_lora(
         floor: args.floor.rule()?,
         confidence: confidence_modes(args.confidence.as_deref().unwrap_or("chosen"))?,
         adapter_f16: args.adapter_f16,
+        tool_list: args.tool_list.into(),
         checkpoint_every: args.checkpoint_every,
         checkpoint_dir,
         resume: args.resume.is_some(),
