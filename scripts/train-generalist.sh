@@ -5,6 +5,8 @@
 #   scripts/train-generalist.sh [SEED]          # SmolLM2-135M, ~20,000 traces, ~2 h on 2 cores
 #   BASE=assets/qwen05.gguf OUT=DIR scripts/train-generalist.sh
 #   N=2000 scripts/train-generalist.sh          # a small run to try the recipe (~15 minutes)
+#   TOOL_LIST=compact scripts/train-generalist.sh   # the compact tool list: half the prompt
+#   RESUME=1 scripts/train-generalist.sh        # continue a stopped run from its checkpoint
 #
 # The mix, deterministic per seed (N is the Pace share; the others scale with it):
 #   - N Pace requests against the Pace catalog;
@@ -50,8 +52,9 @@ done
 "$bin" --threads 2 train --base "$base" --tools "$tools" --data "$data/mix.jsonl" \
   --calibration "$data/calibration-mix.jsonl" --test "$data/test-mix.jsonl" \
   --lora-rank "${RANK:-8}" --lora-alpha "$((2 * ${RANK:-8}))" --adapter-f16 --confidence auto \
+  --tool-list "${TOOL_LIST:-json}" --checkpoint-every 25 ${RESUME:+--resume "$out.checkpoint"} \
   --exclude-overlap eval/handwritten --out "$out" ${STEPS:+--steps "$STEPS"} --json --log-every 10 \
-  | tee "$out.train.log"
+  | tee ${RESUME:+-a} "$out.train.log"
 "$bin" --threads 2 eval bfcl --planner "$out" --data-dir eval/handwritten \
   --categories handwritten_pace,handwritten_new_tools,handwritten_clarify,handwritten_pace_irrelevance \
   --out "$out.handwritten"
