@@ -1,6 +1,7 @@
 //! The generators must not reproduce evaluation requests: the training mix of the project's
-//! recipes (Pace, augmented Pace, synthetic families, invented tools, swapped verbs) is checked
-//! against every hand-written request and every BFCL question the project reports on.
+//! recipes (Pace, augmented Pace, synthetic families, invented tools, swapped verbs,
+//! benchmark-style APIs) is checked against every hand-written request and every BFCL
+//! question the project reports on.
 
 use std::path::PathBuf;
 
@@ -9,7 +10,7 @@ use plansmith_core::Trace;
 use plansmith_data::augment::{augment_traces, AugmentConfig};
 use plansmith_data::pace::{generate_pace, pace_catalog, PaceConfig};
 use plansmith_data::{
-    families, novel_traces_with, swapped_verb_traces, synthetic_traces, NovelOptions,
+    api_traces, families, novel_traces_with, swapped_verb_traces, synthetic_traces, NovelOptions,
 };
 
 fn root() -> PathBuf {
@@ -57,7 +58,7 @@ fn training_mix() -> Vec<Trace> {
             alternatives: true,
             wide_spelling: true,
             durations: true,
-            typed: false,
+            typed: true,
             group: 1,
         },
     )
@@ -68,6 +69,7 @@ fn training_mix() -> Vec<Trace> {
     mix.extend(synthetic_traces(1500, 1).unwrap());
     mix.extend(novel);
     mix.extend(swapped_verb_traces(800, 1, &catalog).unwrap());
+    mix.extend(api_traces(2000, 1, &catalog.tools, 32).unwrap());
     mix
 }
 
