@@ -94,6 +94,66 @@ pub fn is_copied(value: &str, request: &str, unit: CopyUnit) -> bool {
     }
 }
 
+/// The numbers a request states in digits, as values: each word-aligned run of digits with
+/// `.` or `,` between digits (one decimal point; commas only as thousands separators, every
+/// group after the first of three digits), with a `-` right before it when that starts a
+/// word. "3.50" -> 3.5, "1,000" -> 1000, "-4" -> -4; "10.0.0.1" and "3,5" state none.
+pub fn stated_numbers(request: &str) -> Vec<f64> {
+    let chars: Vec<char> = request.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        if !chars[i].is_ascii_digit() || (i > 0 && is_word_char(chars[i - 1])) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < chars.len()
+            && (chars[i].is_ascii_digit()
+                || is_number_separator(
+                    chars.get(i.wrapping_sub(1)).copied(),
+                    chars[i],
+                    chars.get(i + 1).copied(),
+                ))
+        {
+            i += 1;
+        }
+        if chars.get(i).copied().is_some_and(is_word_char) {
+            continue;
+        }
+        let word: String = chars[start..i].iter().collect();
+        let negative =
+            start > 0 && chars[start - 1] == '-' && (start == 1 || !is_word_char(chars[start - 2]));
+        if let Some(v) = number_word_value(&word) {
+            out.push(if negative { -v } else { v });
+        }
+    }
+    out
+}
+
+/// The value of one number word of digits, `.` and `,` (see [`stated_numbers`]).
+fn number_word_value(word: &str) -> Option<f64> {
+    let (whole, frac) = match word.split_once('.') {
+        Some((w, f)) if !f.contains(['.', ',']) => (w, Some(f)),
+        Some(_) => return None,
+        None => (word, None),
+    };
+    let mut groups = whole.split(',');
+    let first = groups.next()?;
+    let mut digits = first.to_string();
+    for g in groups {
+        if g.len() != 3 || first.len() > 3 {
+            return None;
+        }
+        digits.push_str(g);
+    }
+    let text = match frac {
+        Some(f) => format!("{digits}.{f}"),
+        None => digits,
+    };
+    text.parse().ok()
+}
+
 /// Word characters for word-aligned copying: letters, digits and `_`.
 pub fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
@@ -121,6 +181,17 @@ mod tests {
             assert!(!is_copied(cut, r, CopyUnit::Words), "{cut}");
         }
         assert!(is_copied("3", "3, 4 or 5", CopyUnit::Words));
+    }
+
+    #[test]
+    fn stated_numbers_are_read_as_values() {
+        let r = "pay 3.50 or 1,000 to 10.0.0.1 by -4, not x-2 or a3 or 3,5 or 12,3456; 7.";
+        assert_eq!(stated_numbers(r), vec![3.5, 1000.0, -4.0, 2.0, 7.0]);
+        assert_eq!(
+            stated_numbers("1,234,567.25 and 0.10"),
+            vec![1234567.25, 0.1]
+        );
+        assert_eq!(stated_numbers("no numbers, v2 or 3rd"), Vec::<f64>::new());
     }
 
     #[test]

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use crate::catalog::Catalog;
 use crate::plan::{Call, Plan};
-use crate::policy::{is_copied, Policy};
+use crate::policy::{is_copied, stated_numbers, Policy};
 use crate::schema;
 
 /// One reason a plan is invalid. `path` is a JSON pointer into the call's arguments.
@@ -148,7 +148,14 @@ fn check_copies(
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
             };
-            if policy.requires_copy(tool, path, schema) && !is_copied(&s, request, policy.copy_unit)
+            // A number is copied when the request states its value: "3.50" is the copy of
+            // 3.5 (which JSON and the DSL's typing both write as `3.5`), "1,000" of 1000.
+            let stated = value
+                .as_f64()
+                .is_some_and(|n| stated_numbers(request).contains(&n));
+            if policy.requires_copy(tool, path, schema)
+                && !stated
+                && !is_copied(&s, request, policy.copy_unit)
             {
                 out.push(Violation {
                     call_index,
@@ -342,6 +349,47 @@ mod tests {
             copy_unit: crate::CopyUnit::Words,
         };
         assert_eq!(v.validate(&drift, &only_user, Some(request)), vec![]);
+    }
+
+    #[test]
+    fn a_number_is_copied_when_the_request_states_its_value() {
+        let cat = Catalog::from_json_str(
+            r#"[{"type":"function","function":{"name":"log_expense","parameters":{"type":"object",
+              "properties":{"amount":{"type":"number"},"note":{"type":"string"}},"required":["amount"]}}}]"#,
+        )
+        .unwrap();
+        let v = PlanValidator::new(&cat).unwrap();
+        let policy = Policy::copy_free_strings();
+        let check = |plan: &str, request: &str| {
+            let plan = if plan.starts_with('[') {
+                Syntax::JsonArray.parse(plan).unwrap()
+            } else {
+                v.type_values(&Syntax::Dsl.parse(plan).unwrap())
+            };
+            v.validate(&plan, &policy, Some(request))
+        };
+        // The grammar copies "3.50"; JSON and the DSL's typing both make it 3.5.
+        let json = r#"[{"name":"log_expense","arguments":{"amount":3.50}}]"#;
+        assert_eq!(check(json, "put down 3.50 for coffee"), vec![]);
+        assert_eq!(
+            check("log_expense(amount=3.50)\n", "put down 3.50 for coffee"),
+            vec![]
+        );
+        let thousand = r#"[{"name":"log_expense","arguments":{"amount":1000}}]"#;
+        assert_eq!(check(thousand, "I paid 1,000 for rent"), vec![]);
+        // A value the request does not state is still refused, however close.
+        let errs = check(
+            r#"[{"name":"log_expense","arguments":{"amount":3.5}}]"#,
+            "put down 35 or 0.35",
+        );
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].message.contains("\"3.5\" is not copied"),
+            "{errs:?}"
+        );
+        // Strings stay textual copies: "3.5" is not a span of "3.50".
+        let note = r#"[{"name":"log_expense","arguments":{"amount":3.50,"note":"3.5"}}]"#;
+        assert_eq!(check(note, "put down 3.50").len(), 1);
     }
 
     #[test]

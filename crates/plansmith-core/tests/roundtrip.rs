@@ -115,4 +115,20 @@ proptest! {
         let _ = Catalog::from_value(&serde_json::json!({"tools": [v.clone()]}));
         let _ = Catalog::from_value(&serde_json::json!([{"name": "t", "parameters": v}]));
     }
+
+    #[test]
+    fn stated_numbers_never_panic(text in "[a-z0-9 .,\\-]{0,40}") {
+        let _ = plansmith_core::policy::stated_numbers(&text);
+    }
+
+    /// Whatever number JSON writes, a request stating it the same way states its value: the
+    /// validator's numeric copy check accepts every number the grammar can copy.
+    #[test]
+    fn a_number_written_in_a_request_is_stated(n in -1.0e9f64..1.0e9, cents in any::<bool>()) {
+        let n = if cents { (n * 100.0).round() / 100.0 } else { n.round() };
+        let written = if cents { format!("{n:.2}") } else { serde_json::json!(n as i64).to_string() };
+        let value: f64 = written.parse().unwrap();
+        let request = format!("log {written} for me");
+        prop_assert!(plansmith_core::policy::stated_numbers(&request).contains(&value), "{}", request);
+    }
 }
