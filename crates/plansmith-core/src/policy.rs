@@ -94,11 +94,38 @@ pub fn is_copied(value: &str, request: &str, unit: CopyUnit) -> bool {
     }
 }
 
-/// The numbers a request states in digits, as values: each word-aligned run of digits with
-/// `.` or `,` between digits (one decimal point; commas only as thousands separators, every
-/// group after the first of three digits), with a `-` right before it when that starts a
-/// word. "3.50" -> 3.5, "1,000" -> 1000, "-4" -> -4; "10.0.0.1" and "3,5" state none.
+/// The numbers a request states, as values: in digits (each word-aligned run of digits with
+/// `.` or `,` between digits: one decimal point, commas only as thousands separators, every
+/// group after the first of three digits; a `-` right before it when that starts a word) and
+/// in words ("seventy two", "twenty-one", "three hundred", "twice"; see [`number_words`]).
+/// "3.50" -> 3.5, "1,000" -> 1000, "-4" -> -4, "six-sided" -> 6; "10.0.0.1" and "3,5" state
+/// none. A copied number may be any of them (the grammar offers the ones not written in digits
+/// as [`number_literals`]).
 pub fn stated_numbers(request: &str) -> Vec<f64> {
+    let mut out = digit_numbers(request);
+    out.extend(number_words(request));
+    out
+}
+
+/// The stated numbers a copy of the request's words cannot spell the way JSON and the DSL
+/// write a number ("1,000" is written 1000, "three" 3): each value's canonical text (an
+/// integer without a fraction, else the shortest decimal), deduplicated, in request order.
+pub fn number_literals(request: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for v in stated_numbers(request) {
+        let text = if v.fract() == 0.0 && v.abs() < 9.0e15 {
+            format!("{}", v as i64)
+        } else {
+            format!("{v}")
+        };
+        if !out.contains(&text) && !is_copied(&text, request, CopyUnit::Words) {
+            out.push(text);
+        }
+    }
+    out
+}
+
+fn digit_numbers(request: &str) -> Vec<f64> {
     let chars: Vec<char> = request.chars().collect();
     let mut out = Vec::new();
     let mut i = 0;
@@ -129,6 +156,156 @@ pub fn stated_numbers(request: &str) -> Vec<f64> {
         }
     }
     out
+}
+
+/// Numbers spelt in English words: each longest run of number words (joined by spaces or
+/// hyphens, "and" allowed after "hundred") read as one value below a million ("seventy two"
+/// -> 72, "one hundred and five" -> 105, "two thousand" -> 2000, "a hundred" -> 100), and the
+/// counts "once", "twice", "thrice" and "a dozen". Case-insensitive.
+pub fn number_words(request: &str) -> Vec<f64> {
+    let words: Vec<String> = request
+        .split(|c: char| !c.is_alphabetic())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        match words[i].as_str() {
+            "once" => out.push(1.0),
+            "twice" => out.push(2.0),
+            "thrice" => out.push(3.0),
+            "dozen" if i > 0 && words[i - 1] == "a" => out.push(12.0),
+            _ => {}
+        }
+        // "a hundred", "a thousand": the article stands for one.
+        let article = words[i] == "a"
+            && words
+                .get(i + 1)
+                .is_some_and(|w| w == "hundred" || w == "thousand");
+        let mut reader = NumberReader::default();
+        let mut j = i;
+        if article {
+            reader.small = 1;
+            reader.last = 1;
+            reader.any = true;
+            j += 1;
+        }
+        while j < words.len() && reader.take(&words[j], words.get(j + 1).map(String::as_str)) {
+            j += 1;
+        }
+        match reader.value() {
+            Some(v) if j > i => {
+                out.push(v as f64);
+                i = j;
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
+/// Reads one number from English words, left to right.
+#[derive(Default)]
+struct NumberReader {
+    /// Value below a thousand being read ("seventy two", "three hundred and five").
+    small: u32,
+    /// Thousands already read.
+    thousands: u32,
+    /// The last word: 0 none, 1 a unit, 2 a teen, 3 a tens word, 4 "hundred", 5 "thousand",
+    /// 6 "and" after "hundred".
+    last: u8,
+    any: bool,
+}
+
+impl NumberReader {
+    /// Take `word` if it continues the number (`next` decides whether an "and" does).
+    fn take(&mut self, word: &str, next: Option<&str>) -> bool {
+        const UNITS: [&str; 10] = [
+            "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
+        ];
+        const TEENS: [&str; 10] = [
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+            "seventeen",
+            "eighteen",
+            "nineteen",
+        ];
+        const TENS: [&str; 8] = [
+            "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety",
+        ];
+        let below_hundred = self.small % 100;
+        // A unit, teen or tens word may follow nothing, "hundred", "thousand" or "and"; a unit
+        // may also follow a tens word ("seventy two").
+        let fresh = matches!(self.last, 0 | 4 | 5 | 6) && below_hundred == 0;
+        if let Some(u) = UNITS.iter().position(|&w| w == word) {
+            if fresh || (self.last == 3 && u > 0) {
+                if u == 0 && self.any {
+                    return false;
+                }
+                self.small += u as u32;
+                self.last = 1;
+                self.any = true;
+                return true;
+            }
+            return false;
+        }
+        if let Some(t) = TEENS.iter().position(|&w| w == word) {
+            if fresh {
+                self.small += 10 + t as u32;
+                self.last = 2;
+                self.any = true;
+                return true;
+            }
+            return false;
+        }
+        if let Some(t) = TENS.iter().position(|&w| w == word) {
+            if fresh {
+                self.small += 20 + 10 * t as u32;
+                self.last = 3;
+                self.any = true;
+                return true;
+            }
+            return false;
+        }
+        match word {
+            "hundred"
+                if self.any
+                    && matches!(self.last, 1)
+                    && self.small % 100 < 10
+                    && self.small < 10 =>
+            {
+                self.small *= 100;
+                self.last = 4;
+                true
+            }
+            "thousand" if self.any && self.thousands == 0 && self.last != 5 && self.small > 0 => {
+                self.thousands = self.small;
+                self.small = 0;
+                self.last = 5;
+                true
+            }
+            "and"
+                if self.last == 4
+                    && next.is_some_and(|n| {
+                        UNITS[1..].contains(&n) || TEENS.contains(&n) || TENS.contains(&n)
+                    }) =>
+            {
+                self.last = 6;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn value(&self) -> Option<u32> {
+        (self.any && self.last != 6).then_some(self.thousands * 1000 + self.small)
+    }
 }
 
 /// The value of one number word of digits, `.` and `,` (see [`stated_numbers`]).
@@ -181,6 +358,36 @@ mod tests {
             assert!(!is_copied(cut, r, CopyUnit::Words), "{cut}");
         }
         assert!(is_copied("3", "3, 4 or 5", CopyUnit::Words));
+    }
+
+    #[test]
+    fn numbers_in_words_are_read_as_values() {
+        let read = |r: &str| number_words(r);
+        assert_eq!(read("set the thermostat to seventy two"), vec![72.0]);
+        assert_eq!(
+            read("scroll down three times, then twice more"),
+            vec![3.0, 2.0]
+        );
+        assert_eq!(read("roll 2 six-sided dice"), vec![6.0]);
+        assert_eq!(
+            read("twenty-one guns and one hundred and five balloons"),
+            vec![21.0, 105.0]
+        );
+        assert_eq!(
+            read("Two Thousand Five Hundred steps, a hundred more"),
+            vec![2500.0, 100.0]
+        );
+        assert_eq!(
+            read("a dozen eggs and nineteen eighty"),
+            vec![12.0, 19.0, 80.0]
+        );
+        assert_eq!(read("open the one on the left and the other"), vec![1.0]);
+        assert_eq!(read("hundred and thousand alone, a cat, zero"), vec![0.0]);
+        assert_eq!(read("twelve hundred"), vec![12.0]);
+        assert_eq!(
+            number_literals("pay 1,000 and 3.50 for three, not 7"),
+            vec!["1000".to_string(), "3.5".to_string(), "3".to_string()]
+        );
     }
 
     #[test]

@@ -149,7 +149,8 @@ fn check_copies(
                 other => other.to_string(),
             };
             // A number is copied when the request states its value: "3.50" is the copy of
-            // 3.5 (which JSON and the DSL's typing both write as `3.5`), "1,000" of 1000.
+            // 3.5 (which JSON and the DSL's typing both write as `3.5`), "1,000" of 1000,
+            // "three" of 3 (the grammar offers them: `policy::number_literals`).
             let stated = value
                 .as_f64()
                 .is_some_and(|n| stated_numbers(request).contains(&n));
@@ -377,6 +378,11 @@ mod tests {
         );
         let thousand = r#"[{"name":"log_expense","arguments":{"amount":1000}}]"#;
         assert_eq!(check(thousand, "I paid 1,000 for rent"), vec![]);
+        assert_eq!(check(thousand, "I paid one thousand for rent"), vec![]);
+        assert_eq!(
+            check("log_expense(amount=72)\n", "seventy two for the hotel"),
+            vec![]
+        );
         // A value the request does not state is still refused, however close.
         let errs = check(
             r#"[{"name":"log_expense","arguments":{"amount":3.5}}]"#,

@@ -72,6 +72,13 @@ impl HoleSpans {
         spans
     }
 
+    /// A literal value at `start..start + len` of the filter's text (see
+    /// `Template::copy_filter`: stated numbers appended after the request).
+    pub(crate) fn push_literal(&mut self, start: usize, len: usize) {
+        self.starts.push(start);
+        self.ends.push(vec![start + len]);
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.starts.is_empty()
     }

@@ -67,6 +67,47 @@ fn valid_plan_walks_to_the_end() {
 }
 
 #[test]
+fn a_copied_number_may_be_one_the_request_states_in_words_or_with_separators() {
+    // "three" copies as 3, "1,000" as 1000 (how JSON and the DSL write them); nothing else
+    // that is not in the request.
+    let env = char_env();
+    let engine = Engine::new(env.clone()).unwrap();
+    let json = Options {
+        syntax: Syntax::JsonArray,
+        policy: Policy::copy_free_strings(),
+        tool_choice: ToolChoice::Auto,
+        max_calls: 1,
+    };
+    for opts in [dsl(Policy::copy_free_strings()), json] {
+        let plan = |id: &str| match opts.syntax {
+            Syntax::Dsl => format!("lookup_order(order_id={id})\n"),
+            _ => format!(r#"[{{"name":"lookup_order","arguments":{{"order_id":{id}}}}}]"#),
+        };
+        for (request, id) in [
+            ("refund order three", "3"),
+            ("refund order one thousand", "1000"),
+            ("refund the 1,000 dollar order", "1000"),
+            ("refund order seventy two please", "72"),
+        ] {
+            let req = Request::new(request);
+            let mut c = engine.constraint(&orders("integer"), &opts, &req).unwrap();
+            let text = plan(id);
+            assert_eq!(walk(&mut c, &env, &text), None, "{request}: {text}");
+            assert!(c.is_accepting(), "{request}: {text}");
+            let mut c = engine.constraint(&orders("integer"), &opts, &req).unwrap();
+            let drift = plan(&format!("{id}1"));
+            assert!(walk(&mut c, &env, &drift).is_some(), "{request}: {drift}");
+        }
+        // "seventy two" is 72, not 70 and not 2
+        let req = Request::new("refund order seventy two please");
+        for id in ["70", "2"] {
+            let mut c = engine.constraint(&orders("integer"), &opts, &req).unwrap();
+            assert!(walk(&mut c, &env, &plan(id)).is_some(), "{id}");
+        }
+    }
+}
+
+#[test]
 fn copy_drift_is_unrepresentable() {
     // request contains 4242 only: after "42" the mask offers no "0"
     let env = char_env();

@@ -41,6 +41,13 @@ const WORDS: &[&str] = &[
     "why?",
     "3.5",
     "-7",
+    // numbers no span spells as JSON writes them: copied as 1000, 2.5, 3, 70 / 72, 2
+    "1,000",
+    "2.50",
+    "three",
+    "seventy",
+    "two",
+    "twice",
 ];
 const ENUMS: &[&str] = &[
     "red", "green", "blue", "on", "off", "up", "down", "a b", "x-1", "0",

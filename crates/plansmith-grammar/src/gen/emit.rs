@@ -521,6 +521,7 @@ impl<'a> Gen<'a> {
                 regex,
                 max_len,
                 quoted,
+                numbers: false,
             },
         )
     }
@@ -615,6 +616,7 @@ impl<'a> Gen<'a> {
                         regex: r,
                         max_len: 24,
                         quoted: false,
+                        numbers: true,
                     },
                 );
             }
@@ -629,6 +631,7 @@ impl<'a> Gen<'a> {
                         regex: r,
                         max_len: 24,
                         quoted: false,
+                        numbers: true,
                     },
                 );
             }

@@ -25,7 +25,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use plansmith_core::policy::is_copied;
+use plansmith_core::policy::{is_copied, number_literals};
 use plansmith_core::request::{Request, ToolChoice};
 use plansmith_core::syntax::is_valid_dsl_value;
 use plansmith_core::{Catalog, CopyUnit, Policy, Syntax};

@@ -58,17 +58,43 @@ pub(crate) enum HoleCheck {
         max: Option<usize>,
     },
     /// A span matching this regex, at most `max_len` bytes long (on the escaped text when
-    /// `quoted`).
+    /// `quoted`). `numbers`: an integer or number, which may also be a number the request
+    /// states in a way no span spells ("1,000" -> 1000, "three" -> 3: the
+    /// [`number_literals`] matching the regex).
     Regex {
         regex: String,
         max_len: usize,
         quoted: bool,
+        numbers: bool,
     },
 }
 
 impl HoleCheck {
-    /// Whether some span of `chunks` (contiguous, whole chunks) satisfies the check.
-    pub(super) fn satisfiable(&self, chunks: &[&str]) -> bool {
+    /// The literals a hole of this check may take besides spans of the request.
+    fn literals<'l>(&self, literals: &'l [String]) -> Vec<&'l str> {
+        match self {
+            HoleCheck::Regex {
+                regex,
+                numbers: true,
+                ..
+            } => match llguidance::derivre::Regex::new(regex) {
+                Ok(mut rx) => literals
+                    .iter()
+                    .filter(|l| rx.is_match(l))
+                    .map(String::as_str)
+                    .collect(),
+                Err(_) => Vec::new(),
+            },
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether some span of `chunks` (contiguous, whole chunks) or one of the request's
+    /// `literals` ([`number_literals`]) satisfies the check.
+    pub(super) fn satisfiable(&self, chunks: &[&str], literals: &[String]) -> bool {
+        if !self.literals(literals).is_empty() {
+            return true;
+        }
         match self {
             HoleCheck::Str { dsl, min, max } => {
                 // A value neither starts nor ends with whitespace; chunks are all-whitespace or
@@ -98,6 +124,7 @@ impl HoleCheck {
                 regex,
                 max_len,
                 quoted,
+                ..
             } => {
                 let Ok(mut rx) = llguidance::derivre::Regex::new(regex) else {
                     return true;
@@ -224,8 +251,9 @@ impl Template {
         if entity_labels || raw.is_empty() {
             return None;
         }
+        let literals = number_literals(&request.text);
         let impossible = (0..self.copy_holes.len())
-            .filter(|&i| !self.copy_holes[i].check.satisfiable(&raw))
+            .filter(|&i| !self.copy_holes[i].check.satisfiable(&raw, &literals))
             .collect();
         Some((impossible, raw))
     }
@@ -245,16 +273,32 @@ impl Template {
     /// [`Self::impossible_holes`]), so every hole left has a span.
     pub(crate) fn copy_filter(&self, request: &Request, chunks: &[&str]) -> Option<CopyFilter> {
         let keys = self.copy_keys.as_ref()?;
+        // Stated numbers no span spells are appended to the text the filter copies from, each
+        // after a NUL no span can cross, as spans of their own.
+        let literals = number_literals(&request.text);
+        let mut text = request.text.clone();
+        let mut literal_at = Vec::with_capacity(literals.len());
+        for l in &literals {
+            text.push('\0');
+            literal_at.push(text.len());
+            text.push_str(l);
+        }
         let mut holes = Vec::with_capacity(self.copy_holes.len());
         for h in &self.copy_holes {
             let mut pattern = llguidance::derivre::Regex::new(&h.conj).ok()?;
-            let spans = HoleSpans::find(&request.text, chunks, &mut pattern);
+            let mut spans = HoleSpans::find(&request.text, chunks, &mut pattern);
+            for l in h.check.literals(&literals) {
+                if pattern.is_match(l) {
+                    let i = literals.iter().position(|x| x == l)?;
+                    spans.push_literal(literal_at[i], l.len());
+                }
+            }
             if spans.is_empty() {
                 return None;
             }
             holes.push(spans);
         }
-        Some(CopyFilter::new(keys.clone(), &request.text, holes))
+        Some(CopyFilter::new(keys.clone(), &text, holes))
     }
 
     /// The request-independent Lark text (holes referenced, not defined).
@@ -272,10 +316,11 @@ impl Template {
     pub fn grammar(&self, request: &Request) -> Result<String, GrammarError> {
         if !self.copy_holes.is_empty() {
             let raw = chunks(&request.text, self.copy_unit);
+            let literals = number_literals(&request.text);
             let impossible: Vec<CopyHole> = self
                 .copy_holes
                 .iter()
-                .filter(|h| !h.check.satisfiable(&raw))
+                .filter(|h| !h.check.satisfiable(&raw, &literals))
                 .cloned()
                 .collect();
             if !impossible.is_empty() {
@@ -295,6 +340,7 @@ impl Template {
         out.push_str("\n// ---- per-request ----\n");
         if !self.copy_holes.is_empty() {
             let raw = chunks(&request.text, self.copy_unit);
+            let literals = number_literals(&request.text);
             let raw_json = serde_json::to_string(&raw).unwrap_or_else(|_| "[]".into());
             let esc: Vec<String> = raw.iter().map(|c| rx::json_escape_body(c)).collect();
             let esc_json = serde_json::to_string(&esc).unwrap_or_else(|_| "[]".into());
@@ -309,9 +355,15 @@ impl Template {
                         h.conj
                     );
                 } else {
+                    let extra: String = h
+                        .check
+                        .literals(&literals)
+                        .iter()
+                        .map(|l| format!(" | {}", lit(l)))
+                        .collect();
                     let _ = writeln!(
                         out,
-                        "copy_{i}: COPY_{i}\nCOPY_{i}: %regex {{\"substring_chunks\": {raw_json}}} & /{}/",
+                        "copy_{i}: COPY_{i}\nCOPY_{i}: (%regex {{\"substring_chunks\": {raw_json}}} & /{}/){extra}",
                         h.conj
                     );
                 }
