@@ -205,6 +205,64 @@ pub fn number_words(request: &str) -> Vec<f64> {
     out
 }
 
+/// `n` in English words, as people say it ("seventy two", "three hundred and five"): the
+/// form [`number_words`] reads back. `None` from a million on.
+pub fn number_in_words(n: u32) -> Option<String> {
+    const UNITS: [&str; 20] = [
+        "zero",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+        "sixteen",
+        "seventeen",
+        "eighteen",
+        "nineteen",
+    ];
+    const TENS: [&str; 8] = [
+        "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety",
+    ];
+    fn below_hundred(n: u32) -> String {
+        match n {
+            0..=19 => UNITS[n as usize].to_string(),
+            _ if n.is_multiple_of(10) => TENS[(n / 10 - 2) as usize].to_string(),
+            _ => format!(
+                "{} {}",
+                TENS[(n / 10 - 2) as usize],
+                UNITS[(n % 10) as usize]
+            ),
+        }
+    }
+    fn below_thousand(n: u32) -> String {
+        match (n / 100, n % 100) {
+            (0, r) => below_hundred(r),
+            (h, 0) => format!("{} hundred", UNITS[h as usize]),
+            (h, r) => format!("{} hundred and {}", UNITS[h as usize], below_hundred(r)),
+        }
+    }
+    match (n / 1000, n % 1000) {
+        (0, r) => Some(below_thousand(r)),
+        (t, 0) if t < 1000 => Some(format!("{} thousand", below_thousand(t))),
+        (t, r) if t < 1000 => Some(format!(
+            "{} thousand {}",
+            below_thousand(t),
+            below_thousand(r)
+        )),
+        _ => None,
+    }
+}
+
 /// Reads one number from English words, left to right.
 #[derive(Default)]
 struct NumberReader {
@@ -388,6 +446,15 @@ mod tests {
             number_literals("pay 1,000 and 3.50 for three, not 7"),
             vec!["1000".to_string(), "3.5".to_string(), "3".to_string()]
         );
+    }
+
+    #[test]
+    fn every_number_in_words_reads_back() {
+        for n in (0..2000).chain([21_000, 999_999, 100_100]) {
+            let words = number_in_words(n).unwrap();
+            assert_eq!(number_words(&words), vec![n as f64], "{words}");
+        }
+        assert_eq!(number_in_words(1_000_000), None);
     }
 
     #[test]

@@ -360,3 +360,24 @@ fn key_chords_are_also_spoken() {
         .count();
     assert!(spoken > 20, "{spoken}");
 }
+
+#[test]
+fn counts_are_also_said_in_words_and_planned_as_numbers() {
+    // "scroll down three times" -> amount 3: the copy rule takes a number the request states
+    // in words (plansmith_core::policy::number_words); the round-trip test above validates it.
+    let in_words = all(default_data())
+        .filter(|t| {
+            t.calls.iter().any(|c| {
+                c.arguments
+                    .get("amount")
+                    .and_then(|a| a.as_i64())
+                    .is_some_and(|n| {
+                        let words = plansmith_core::policy::number_in_words(n as u32).unwrap();
+                        t.request.to_lowercase().contains(&words)
+                            && !t.request.contains(&n.to_string())
+                    })
+            })
+        })
+        .count();
+    assert!(in_words > 20, "{in_words}");
+}

@@ -283,7 +283,16 @@ pub(crate) fn realize_open(d: &Draft, rng: &mut Rng, slips: bool, open: f64) -> 
             A::Int(s) => {
                 let v = lookup(s);
                 let digits: String = v.chars().take_while(char::is_ascii_digit).collect();
-                Value::from(digits.parse::<i64>().expect("integer slot without digits"))
+                match digits.parse::<i64>() {
+                    Ok(n) => Value::from(n),
+                    // a count in words (`open_value`)
+                    Err(_) => Value::from(
+                        *plansmith_core::policy::number_words(&v)
+                            .first()
+                            .expect("integer slot without digits or number words")
+                            as i64,
+                    ),
+                }
             }
             A::Num(s) => {
                 let v = lookup(s);
@@ -381,6 +390,9 @@ fn open_value(kind: &str, drawn: &str, rng: &mut Rng, p: f64) -> Option<String> 
         "text" | "message" | "topic" | "todo" | "memory" | "condition" => {
             open_words(rng, 2, 6, 0.05).join(" ")
         }
+        // A count said as people say it ("scroll down three times"); the plan keeps 3, which
+        // the copy rule accepts as a number the request states.
+        "count" => plansmith_core::policy::number_in_words(drawn.parse().ok()?)?,
         "key" => {
             let mods = 1 + rng.below(3);
             let mut parts: Vec<&str> = (0..mods).map(|_| *rng.pick(KEY_MODIFIERS)).collect();
