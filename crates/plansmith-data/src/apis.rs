@@ -373,14 +373,19 @@ fn tool_value(api: &Api, name: &str) -> Value {
 fn number(rng: &mut Rng, lo: i64, hi: i64, decimals: bool) -> String {
     let whole = rng.range(lo, hi);
     if !decimals || rng.chance(0.5) {
+        // "1,500" as often as "1500": the copy rule reads both as 1500
+        if whole >= 1000 && rng.chance(0.5) {
+            return format!("{},{:03}", whole / 1000, whole % 1000);
+        }
         return whole.to_string();
     }
-    let frac = if rng.chance(0.5) {
-        rng.range(1, 9).to_string()
-    } else {
-        format!("{:02}", rng.range(1, 99))
+    // one decimal, two, or a price-like "3.50" whose zero stays (the plan says 3.5)
+    let frac = match rng.below(5) {
+        0 | 1 => rng.range(1, 9).to_string(),
+        2 | 3 => format!("{:02}", rng.range(1, 99))
             .trim_end_matches('0')
-            .to_string()
+            .to_string(),
+        _ => format!("{}0", rng.range(1, 9)),
     };
     format!("{whole}.{frac}")
 }
@@ -637,6 +642,27 @@ mod tests {
             "{floats} {lists} {bools}"
         );
         assert!((30..=100).contains(&none), "{none} requests with no call");
+        // Numbers as people write them ("1,500", "3.50"), each validated as a copy above.
+        let separated = traces
+            .iter()
+            .filter(|t| {
+                t.request
+                    .split(' ')
+                    .any(|w| w.contains(',') && w.starts_with(|c: char| c.is_ascii_digit()))
+            })
+            .count();
+        let trailing_zero = traces
+            .iter()
+            .filter(|t| {
+                t.request
+                    .split(|c: char| !c.is_ascii_digit() && c != '.')
+                    .any(|w| w.contains('.') && w.ends_with('0'))
+            })
+            .count();
+        assert!(
+            separated > 5 && trailing_zero > 5,
+            "{separated} {trailing_zero}"
+        );
         assert!((60..=160).contains(&two), "{two} two-call requests");
         // Deterministic per seed.
         let again = api_traces(600, 7, &[], 8).unwrap();
@@ -665,7 +691,7 @@ mod tests {
                 }
             }
         }
-        assert!(said > 5 && unsaid > said, "{said} {unsaid}");
+        assert!(said > 5 && unsaid > 5, "{said} {unsaid}");
     }
 
     #[test]

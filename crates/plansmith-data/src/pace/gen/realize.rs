@@ -296,9 +296,14 @@ pub(crate) fn realize_open(d: &Draft, rng: &mut Rng, slips: bool, open: f64) -> 
             }
             A::Num(s) => {
                 let v = lookup(s);
-                match v.parse::<i64>() {
-                    Ok(i) => Value::from(i),
-                    Err(_) => Value::from(v.parse::<f64>().expect("number slot")),
+                // "1,500" and "3.50" are 1500 and 3.5 (plansmith_core::policy::stated_numbers)
+                let n = *plansmith_core::policy::stated_numbers(&v)
+                    .first()
+                    .expect("number slot without a number");
+                if n.fract() == 0.0 && n.abs() < 9.0e15 {
+                    Value::from(n as i64)
+                } else {
+                    Value::from(n)
                 }
             }
             A::Bool(b) => Value::Bool(*b),
