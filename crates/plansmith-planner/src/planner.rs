@@ -637,7 +637,9 @@ impl Planner {
                 }
                 logits = prev;
                 out_ids.extend_from_slice(&forced);
-                prior::follow(&mut prior, &forced, || constraint.output_text())?;
+                prior::follow(&mut prior, self.settings.syntax, &forced, || {
+                    constraint.output_text()
+                })?;
                 continue;
             }
             let mask = match constraint.mask() {
@@ -668,7 +670,9 @@ impl Planner {
             let allowed = |id: u32| mask.is_allowed(id) && !(prose_banned && self.starts_prose(id));
             let tok = if out_ids.len() < max_new && !repeated {
                 match &prior {
-                    Some(p) => masked_argmax(&p.adjusted(&logits), allowed),
+                    Some(p) => p
+                        .choose(&logits, allowed)
+                        .unwrap_or_else(|| masked_argmax(&logits, allowed)),
                     None => masked_argmax(&logits, allowed),
                 }
             } else {
@@ -698,7 +702,9 @@ impl Planner {
                 break;
             }
             out_ids.push(tok);
-            prior::follow(&mut prior, &[tok], || constraint.output_text())?;
+            prior::follow(&mut prior, self.settings.syntax, &[tok], || {
+                constraint.output_text()
+            })?;
             // Only the pretrained syntaxes are checked, so tiny planners build no text here.
             let syntax = self.settings.syntax;
             if !repeated && matches!(syntax, Syntax::JsonArray | Syntax::ToolCall) {
@@ -866,7 +872,8 @@ impl Planner {
     }
 
     /// The empty request's state for the name-prior correction, when it applies: a weight
-    /// above 0, a DSL planner reading its tools from the prompt, and the tool not forced.
+    /// above 0, a planner reading its tools from the prompt (the DSL with its catalog, or a
+    /// pretrained model's JSON array or `<tool_call>` reply), and the tool not forced.
     fn name_prior(
         &self,
         catalog: &Catalog,
@@ -874,8 +881,8 @@ impl Planner {
         tool_choice: &ToolChoice,
     ) -> Result<Option<prior::NamePrior<'_>>, PlannerError> {
         let applies = self.settings.name_prior > 0.0
-            && self.settings.tools_in_prompt
-            && self.settings.syntax == Syntax::Dsl
+            && (self.settings.syntax == Syntax::Dsl && self.settings.tools_in_prompt
+                || matches!(self.settings.syntax, Syntax::JsonArray | Syntax::ToolCall))
             && !matches!(tool_choice, ToolChoice::Named(_));
         if !applies {
             return Ok(None);

@@ -8,8 +8,14 @@
 //! the same catalog with no request. Only the choice changes; confidence stays the model's own
 //! log-probability, so the calibrated floor keeps its meaning.
 
+use plansmith_core::Syntax;
+
 use crate::backend::DecodeState;
 use crate::error::PlannerError;
+
+/// How far below the request's best next token (in nats) a token may be and still be chosen
+/// by the correction: e^-5 is about 1/150.
+pub(crate) const PLAUSIBLE: f32 = 5.0;
 
 /// The empty-request decoding state that runs beside a request's, through the first name.
 pub(crate) struct NamePrior<'a> {
@@ -29,12 +35,34 @@ impl<'a> NamePrior<'a> {
     }
 
     /// The request's next-token scores with the empty request's prior taken out.
+    #[cfg(test)]
     pub(crate) fn adjusted(&self, logits: &[f32]) -> Vec<f32> {
         log_softmax(logits)
             .iter()
             .zip(&self.prior)
             .map(|(r, p)| r - self.weight * p)
             .collect()
+    }
+
+    /// The next token: the allowed one with the best corrected score (`log p(t | request) -
+    /// weight * log p(t | empty request)`) among those the
+    /// request itself finds plausible (within [`PLAUSIBLE`] nats of its best allowed token).
+    /// Without that bound the correction favours odd spellings of a name: a rare token piece
+    /// is unlikely with and without the request, and their difference can still be large.
+    pub(crate) fn choose(&self, logits: &[f32], allowed: impl Fn(u32) -> bool) -> Option<u32> {
+        let own = log_softmax(logits);
+        let best = (0..own.len() as u32)
+            .filter(|&id| allowed(id))
+            .map(|id| own[id as usize])
+            .fold(f32::NEG_INFINITY, f32::max);
+        if best == f32::NEG_INFINITY {
+            return None;
+        }
+        (0..own.len() as u32)
+            .filter(|&id| allowed(id) && own[id as usize] >= best - PLAUSIBLE)
+            .map(|id| (id, own[id as usize] - self.weight * self.prior[id as usize]))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(id, _)| id)
     }
 
     /// Follow the request's decode by `ids`. Returns false when the empty request's context is
@@ -58,20 +86,36 @@ impl<'a> NamePrior<'a> {
 /// reply text is read only while the correction runs: decoding without one pays nothing.
 pub(crate) fn follow(
     prior: &mut Option<NamePrior<'_>>,
+    syntax: Syntax,
     ids: &[u32],
     reply: impl FnOnce() -> String,
 ) -> Result<(), PlannerError> {
     if let Some(p) = prior {
-        if !in_first_name(&reply()) || !p.advance(ids)? {
+        if !in_first_name(syntax, &reply()) || !p.advance(ids)? {
             *prior = None;
         }
     }
     Ok(())
 }
 
-/// Whether a DSL reply so far is still inside its first tool name (no `(` yet).
-pub(crate) fn in_first_name(reply: &str) -> bool {
-    !reply.contains('(')
+/// Whether a reply so far has not finished its first tool name: in the DSL no `(` yet; in the
+/// JSON array and `<tool_call>` replies no closing quote after the first `"name"` key's value
+/// has opened (the grammar puts `name` first).
+pub(crate) fn in_first_name(syntax: Syntax, reply: &str) -> bool {
+    match syntax {
+        Syntax::JsonArray | Syntax::ToolCall => {
+            let Some(key) = reply.find("\"name\"") else {
+                return true;
+            };
+            let after = &reply[key + "\"name\"".len()..];
+            match after.find('"') {
+                // the value's opening quote; the name ends at the next quote
+                Some(open) => !after[open + 1..].contains('"'),
+                None => true,
+            }
+        }
+        _ => !reply.contains('('),
+    }
 }
 
 fn log_softmax(logits: &[f32]) -> Vec<f32> {
@@ -84,6 +128,28 @@ fn log_softmax(logits: &[f32]) -> Vec<f32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_first_name_ends_where_each_syntax_says() {
+        for (syntax, inside, past) in [
+            (Syntax::Dsl, "take_scr", "take_screenshot("),
+            (
+                Syntax::JsonArray,
+                "[{\"name\":\"take_scr",
+                "[{\"name\":\"take_screenshot\"",
+            ),
+            (Syntax::JsonArray, "[{\"name\": ", "[{\"name\": \"t\","),
+            (
+                Syntax::ToolCall,
+                "<tool_call>\n{\"name\": \"take",
+                "<tool_call>\n{\"name\": \"take\", \"arguments\"",
+            ),
+        ] {
+            assert!(in_first_name(syntax, inside), "{syntax:?} {inside}");
+            assert!(!in_first_name(syntax, past), "{syntax:?} {past}");
+        }
+        assert!(in_first_name(Syntax::JsonArray, "["));
+    }
 
     struct Fixed(Vec<f32>);
 
@@ -118,6 +184,20 @@ mod tests {
     }
 
     #[test]
+    fn only_tokens_the_request_finds_plausible_are_reranked() {
+        // Token 0: the request's choice. Token 1: raised by the request, plausible. Token 2: an
+        // odd piece, far less likely with the request (-8 nats) and still less without it:
+        // its difference is the largest, but it is not a candidate.
+        let prior = vec![4.0, 0.0, -12.0];
+        let request = vec![4.0, 3.0, -4.0];
+        let np = NamePrior::new(Box::new(Fixed(prior.clone())), prior, 1.0);
+        assert_eq!(argmax(&np.adjusted(&request)), 2);
+        assert_eq!(np.choose(&request, |_| true), Some(1));
+        assert_eq!(np.choose(&request, |id| id != 1), Some(0));
+        assert_eq!(np.choose(&request, |_| false), None);
+    }
+
+    #[test]
     fn advancing_past_the_context_stops_the_correction() {
         let mut np = NamePrior::new(Box::new(Fixed(vec![1.0, 0.0])), vec![0.0, 0.0], 1.0);
         assert!(np.advance(&[1, 2]).unwrap());
@@ -127,9 +207,9 @@ mod tests {
 
     #[test]
     fn the_first_name_ends_at_its_parenthesis() {
-        assert!(in_first_name(""));
-        assert!(in_first_name("wa"));
-        assert!(!in_first_name("wait("));
-        assert!(!in_first_name("wait(condition=x) | se"));
+        assert!(in_first_name(Syntax::Dsl, ""));
+        assert!(in_first_name(Syntax::Dsl, "wa"));
+        assert!(!in_first_name(Syntax::Dsl, "wait("));
+        assert!(!in_first_name(Syntax::Dsl, "wait(condition=x) | se"));
     }
 }
