@@ -205,50 +205,46 @@ pub fn number_words(request: &str) -> Vec<f64> {
     out
 }
 
+const UNIT_WORDS: [&str; 10] = [
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
+];
+const TEEN_WORDS: [&str; 10] = [
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+];
+const TENS_WORDS: [&str; 8] = [
+    "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety",
+];
+
 /// `n` in English words, as people say it ("seventy two", "three hundred and five"): the
 /// form [`number_words`] reads back. `None` from a million on.
 pub fn number_in_words(n: u32) -> Option<String> {
-    const UNITS: [&str; 20] = [
-        "zero",
-        "one",
-        "two",
-        "three",
-        "four",
-        "five",
-        "six",
-        "seven",
-        "eight",
-        "nine",
-        "ten",
-        "eleven",
-        "twelve",
-        "thirteen",
-        "fourteen",
-        "fifteen",
-        "sixteen",
-        "seventeen",
-        "eighteen",
-        "nineteen",
-    ];
-    const TENS: [&str; 8] = [
-        "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety",
-    ];
+    fn unit(n: u32) -> &'static str {
+        match n {
+            0..=9 => UNIT_WORDS[n as usize],
+            _ => TEEN_WORDS[(n - 10) as usize],
+        }
+    }
     fn below_hundred(n: u32) -> String {
         match n {
-            0..=19 => UNITS[n as usize].to_string(),
-            _ if n.is_multiple_of(10) => TENS[(n / 10 - 2) as usize].to_string(),
-            _ => format!(
-                "{} {}",
-                TENS[(n / 10 - 2) as usize],
-                UNITS[(n % 10) as usize]
-            ),
+            0..=19 => unit(n).to_string(),
+            _ if n.is_multiple_of(10) => TENS_WORDS[(n / 10 - 2) as usize].to_string(),
+            _ => format!("{} {}", TENS_WORDS[(n / 10 - 2) as usize], unit(n % 10)),
         }
     }
     fn below_thousand(n: u32) -> String {
         match (n / 100, n % 100) {
             (0, r) => below_hundred(r),
-            (h, 0) => format!("{} hundred", UNITS[h as usize]),
-            (h, r) => format!("{} hundred and {}", UNITS[h as usize], below_hundred(r)),
+            (h, 0) => format!("{} hundred", unit(h)),
+            (h, r) => format!("{} hundred and {}", unit(h), below_hundred(r)),
         }
     }
     match (n / 1000, n % 1000) {
@@ -279,29 +275,11 @@ struct NumberReader {
 impl NumberReader {
     /// Take `word` if it continues the number (`next` decides whether an "and" does).
     fn take(&mut self, word: &str, next: Option<&str>) -> bool {
-        const UNITS: [&str; 10] = [
-            "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
-        ];
-        const TEENS: [&str; 10] = [
-            "ten",
-            "eleven",
-            "twelve",
-            "thirteen",
-            "fourteen",
-            "fifteen",
-            "sixteen",
-            "seventeen",
-            "eighteen",
-            "nineteen",
-        ];
-        const TENS: [&str; 8] = [
-            "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety",
-        ];
         let below_hundred = self.small % 100;
         // A unit, teen or tens word may follow nothing, "hundred", "thousand" or "and"; a unit
         // may also follow a tens word ("seventy two").
         let fresh = matches!(self.last, 0 | 4 | 5 | 6) && below_hundred == 0;
-        if let Some(u) = UNITS.iter().position(|&w| w == word) {
+        if let Some(u) = UNIT_WORDS.iter().position(|&w| w == word) {
             if fresh || (self.last == 3 && u > 0) {
                 if u == 0 && self.any {
                     return false;
@@ -313,7 +291,7 @@ impl NumberReader {
             }
             return false;
         }
-        if let Some(t) = TEENS.iter().position(|&w| w == word) {
+        if let Some(t) = TEEN_WORDS.iter().position(|&w| w == word) {
             if fresh {
                 self.small += 10 + t as u32;
                 self.last = 2;
@@ -322,7 +300,7 @@ impl NumberReader {
             }
             return false;
         }
-        if let Some(t) = TENS.iter().position(|&w| w == word) {
+        if let Some(t) = TENS_WORDS.iter().position(|&w| w == word) {
             if fresh {
                 self.small += 20 + 10 * t as u32;
                 self.last = 3;
@@ -351,7 +329,9 @@ impl NumberReader {
             "and"
                 if self.last == 4
                     && next.is_some_and(|n| {
-                        UNITS[1..].contains(&n) || TEENS.contains(&n) || TENS.contains(&n)
+                        UNIT_WORDS[1..].contains(&n)
+                            || TEEN_WORDS.contains(&n)
+                            || TENS_WORDS.contains(&n)
                     }) =>
             {
                 self.last = 6;
