@@ -70,6 +70,11 @@ pub(crate) enum HoleCheck {
 }
 
 impl HoleCheck {
+    /// Whether the hole is a number, which may also take the request's [`number_literals`].
+    fn takes_numbers(&self) -> bool {
+        matches!(self, HoleCheck::Regex { numbers: true, .. })
+    }
+
     /// The literals a hole of this check may take besides spans of the request.
     fn literals<'l>(&self, literals: &'l [String]) -> Vec<&'l str> {
         match self {
@@ -287,10 +292,11 @@ impl Template {
         for h in &self.copy_holes {
             let mut pattern = llguidance::derivre::Regex::new(&h.conj).ok()?;
             let mut spans = HoleSpans::find(&request.text, chunks, &mut pattern);
-            for l in h.check.literals(&literals) {
-                if pattern.is_match(l) {
-                    let i = literals.iter().position(|x| x == l)?;
-                    spans.push_literal(literal_at[i], l.len());
+            if h.check.takes_numbers() {
+                for (l, &at) in literals.iter().zip(&literal_at) {
+                    if pattern.is_match(l) {
+                        spans.push_literal(at, l.len());
+                    }
                 }
             }
             if spans.is_empty() {
