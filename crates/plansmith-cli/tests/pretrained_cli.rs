@@ -327,6 +327,95 @@ fn train_base_tunes_a_lora_planner_and_resumes_from_its_checkpoint() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// `train --base --reply-format tool_call` on the real Qwen2.5-Coder-0.5B (`scripts/assets.sh
+/// qwen05`): one LoRA step writes a planner that keeps the format and plans in `<tool_call>`
+/// tags; a model whose template has no tool calls, and the compact tool list (which only
+/// plansmith's own system message uses), are refused with exit 2 naming why.
+#[test]
+fn train_base_teaches_the_tool_call_format_where_the_template_has_it() {
+    let dir = std::env::temp_dir().join(format!("plansmith-lora-tc-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let tools = serde_json::json!([
+        {"name": "open", "description": "Open an app.", "parameters": {"type": "object",
+            "properties": {"app": {"type": "string"}}, "required": ["app"]}}
+    ]);
+    std::fs::write(dir.join("tools.json"), tools.to_string()).unwrap();
+    let lines: String = ["safari", "mail", "notes"]
+        .iter()
+        .map(|app| {
+            let t = serde_json::json!({"request": format!("open {app}"),
+                "calls": [{"name": "open", "arguments": {"app": app}}]});
+            format!("{t}\n")
+        })
+        .collect();
+    std::fs::write(dir.join("traces.jsonl"), lines).unwrap();
+    let d = |f: &str| dir.join(f).display().to_string();
+    let (tools, data, out) = (d("tools.json"), d("traces.jsonl"), d("planner"));
+    let train = |base: &str, extra: &[&str]| {
+        let mut args = vec![
+            "--threads",
+            "2",
+            "train",
+            "--base",
+            base,
+            "--tools",
+            &tools,
+            "--data",
+            &data,
+            "--calibration",
+            &data,
+            "--test",
+            &data,
+            "--out",
+            &out,
+            "--quiet",
+            "--json",
+            "--steps",
+            "1",
+            "--batch-size",
+            "3",
+            "--lora-rank",
+            "2",
+            "--lora-alpha",
+            "4",
+            "--lora-targets",
+            "q,v",
+            "--reply-format",
+            "tool_call",
+        ];
+        args.extend(extra);
+        plansmith(&args)
+    };
+    let o = train("assets/qwen05.gguf", &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let manifest = std::fs::read_to_string(dir.join("planner/planner.json")).unwrap();
+    let manifest: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+    assert_eq!(manifest["syntax"], "tool_call", "{manifest}");
+    let o = plansmith(&["plan", "--planner", &out, "--json", "open mail"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let line: serde_json::Value = serde_json::from_str(text(&o.stdout).trim()).unwrap();
+    assert!(
+        line["text"].as_str().unwrap().starts_with("<tool_call>"),
+        "{line}"
+    );
+    let o = train("assets/smollm2.gguf", &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("<tool_call>"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = train("assets/qwen05.gguf", &["--tool-list", "compact"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("--tool-list"),
+        "{}",
+        text(&o.stderr)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn reply_format_tool_call_needs_a_template_that_teaches_it() {
     // SmolLM2's template renders no tools: `tool_call` is refused naming why (exit 2), an

@@ -1,6 +1,7 @@
 //! LoRA tuning of a pretrained planner from traces: each trace becomes the model's own chat
-//! prompt (tools in the system message, exactly as the planner prompts at run time) followed by
-//! the JSON array of calls and the end-of-turn token; only the reply carries loss. Batches run
+//! prompt (exactly as the planner prompts at run time: tools in plansmith's system message for
+//! the JSON array reply, or in the template's own tools prompt for the `<tool_call>` reply)
+//! followed by the calls and the end-of-turn token; only the reply carries loss. Batches run
 //! through [`plansmith_llama::LoraEngine`] (examples with one catalog share its prompt prefix),
 //! with checkpoints every few steps and on request to stop, so a run can be resumed bit for bit.
 //! The adapter is saved in PEFT layout inside the planner directory, which then plans like any
@@ -58,12 +59,20 @@ pub struct LoraSpec {
     /// How the prompt lists the tools; the planner keeps it for planning.
     #[serde(default)]
     pub tool_list: plansmith_llama::ToolList,
+    /// The reply format taught: the JSON array (plansmith's system message lists the tools)
+    /// or the `<tool_call>` tags (the chat template renders the tools itself; Qwen2.5 / Qwen3).
+    #[serde(default = "json_array")]
+    pub reply_format: Syntax,
     /// Write a checkpoint every this many steps (0: only when stopped).
     pub checkpoint_every: usize,
     /// Where checkpoints go (`checkpoint.safetensors` inside).
     pub checkpoint_dir: PathBuf,
     /// Continue from the checkpoint in `checkpoint_dir`.
     pub resume: bool,
+}
+
+fn json_array() -> Syntax {
+    Syntax::JsonArray
 }
 
 fn default_activation_memory() -> usize {
@@ -123,15 +132,27 @@ pub struct Examples {
     pub skipped: usize,
 }
 
+/// How a training example is written: the prompt the planner will give, the reply it must
+/// learn.
+#[derive(Debug, Clone, Copy)]
+pub struct ExampleFormat {
+    /// [`Syntax::JsonArray`] or [`Syntax::ToolCall`].
+    pub reply: Syntax,
+    /// How plansmith's system message lists the tools (the JSON array reply only).
+    pub tool_list: plansmith_llama::ToolList,
+}
+
 /// Token ids of each trace (chat prompt + reply + end token); traces longer than `max_tokens`
 /// are skipped and counted, a trace longer than the model's context is an error naming it.
+/// The `<tool_call>` reply is written with Python's spacing, as Qwen writes its own calls; the
+/// JSON array compactly, as plansmith's system message shows it.
 pub fn examples(
     bundle: &GgufBundle,
     traces: &[Trace],
     catalog: &Catalog,
     eos: u32,
     max_tokens: usize,
-    tool_list: plansmith_llama::ToolList,
+    format: ExampleFormat,
 ) -> Result<Examples, PlannerError> {
     use std::hash::{Hash, Hasher};
     let context = bundle.model.config().max_position;
@@ -140,17 +161,31 @@ pub fn examples(
         let cat = trace_catalog(t, i, catalog)?;
         let cat = cat.as_ref();
         let request = prompt::clean_request(&t.request);
-        let p = bundle
-            .template
-            .tools_prompt_as(None, &cat.to_openai(), &request, tool_list)?;
+        let (p, reply) = match format.reply {
+            Syntax::ToolCall => (
+                bundle
+                    .template
+                    .native_tools_prompt(&cat.to_openai(), &request)?,
+                Syntax::ToolCall,
+            ),
+            _ => (
+                bundle.template.tools_prompt_as(
+                    None,
+                    &cat.to_openai(),
+                    &request,
+                    format.tool_list,
+                )?,
+                Syntax::JsonArray,
+            ),
+        };
         let mut tokens = bundle.tokenizer.encode(&p.full, true, true);
         let prompt_len = tokens.len();
         let plan = plansmith_core::validate::schema_order(&t.plan(), cat);
-        tokens.extend(
-            bundle
-                .tokenizer
-                .encode(&Syntax::JsonArray.render(&plan), false, false),
-        );
+        let text = match reply {
+            Syntax::ToolCall => reply.render_spaced(&plan),
+            _ => reply.render(&plan),
+        };
+        tokens.extend(bundle.tokenizer.encode(&text, false, false));
         tokens.push(eos);
         if tokens.len() > context {
             return Err(PlannerError::Data(format!(
@@ -248,6 +283,12 @@ pub fn train_lora(
             "--lora-rank, --batch-size and --steps must be >= 1".into(),
         ));
     }
+    if !matches!(spec.reply_format, Syntax::JsonArray | Syntax::ToolCall) {
+        return Err(PlannerError::Data(format!(
+            "a LoRA planner replies in json or tool_call, not {}",
+            spec.reply_format
+        )));
+    }
     let base = std::path::absolute(&spec.base).unwrap_or_else(|_| spec.base.clone());
     // The backend decides the reply's end token, as it does when planning.
     let lm = crate::llama::LlamaLm::load(crate::llama::LlamaSource {
@@ -255,6 +296,13 @@ pub fn train_lora(
         adapter: None,
     })?;
     let (bundle, eos) = (lm.bundle.clone(), lm.grammar_eos());
+    if spec.reply_format == Syntax::ToolCall && !bundle.template.has_tool_call_tags() {
+        return Err(PlannerError::Data(format!(
+            "{}: the tool_call reply format needs a chat template that renders tools with \
+             <tool_call> tags (Qwen2.5, Qwen3); this model's does not — train the json format",
+            base.display()
+        )));
+    }
     drop(lm);
     let Examples {
         examples: data,
@@ -266,7 +314,10 @@ pub fn train_lora(
         &catalog,
         eos,
         spec.max_tokens,
-        spec.tool_list,
+        ExampleFormat {
+            reply: spec.reply_format,
+            tool_list: spec.tool_list,
+        },
     )?;
     if data.is_empty() {
         return Err(PlannerError::Data(format!(
@@ -394,6 +445,7 @@ pub fn train_lora(
     drop(engine);
     let settings = PlannerSettings {
         tool_list: spec.tool_list,
+        syntax: spec.reply_format,
         ..PlannerSettings::chat()
     };
     let mut planner = Planner::pretrained(&base, Some(&staging), catalog, settings)?;

@@ -72,3 +72,50 @@ fn json_format_gives_a_valid_plan_too() {
     // What the grammar let through parses and validates (a failure would be a `reason`).
     assert!(out.reason.is_none(), "{:?}: {}", out.reason, out.text);
 }
+
+/// A LoRA training example in the `<tool_call>` format is what the planner will see and write:
+/// the template's own tools prompt token for token, then the reply as the model writes it
+/// itself (its `<tool_call>` token, Python's JSON spacing: here the very text the untrained
+/// model decodes for this request), then the end of the turn.
+#[test]
+fn lora_examples_in_the_tool_call_format_are_the_planners_prompt_and_the_models_own_reply() {
+    use plansmith_planner::lora_train::{examples, ExampleFormat};
+    use plansmith_planner::{LlamaLm, LlamaSource, ModelBackend};
+    let lm = LlamaLm::load(LlamaSource {
+        base: gguf(),
+        adapter: None,
+    })
+    .unwrap();
+    let eos = lm.grammar_eos();
+    let trace: plansmith_core::Trace = serde_json::from_value(serde_json::json!({
+        "request": "open safari",
+        "calls": [{"name": "open", "arguments": {"target": {"type": "app", "label": "Safari"}}}]
+    }))
+    .unwrap();
+    let format = ExampleFormat {
+        reply: Syntax::ToolCall,
+        tool_list: plansmith_llama::ToolList::Json,
+    };
+    let out = examples(&lm.bundle, &[trace], &pace(), eos, usize::MAX, format).unwrap();
+    let e = &out.examples[0];
+    let tok = &lm.bundle.tokenizer;
+    let prompt = lm
+        .bundle
+        .template
+        .native_tools_prompt(&pace().to_openai(), "open safari")
+        .unwrap();
+    assert_eq!(e.tokens[..e.prompt_len], prompt.tokenize(tok).tokens[..]);
+    let reply = &e.tokens[e.prompt_len..];
+    assert_eq!(reply.last(), Some(&eos));
+    assert_eq!(Some(reply[0]), tok.special_id("<tool_call>"));
+    let text = tok.decode(&reply[..reply.len() - 1], false).unwrap();
+    let decoded = tool_call_planner()
+        .plan_request(&PlanRequest::new("open safari"))
+        .unwrap()
+        .text;
+    assert_eq!(
+        text,
+        decoded.trim_end(),
+        "what training teaches vs what the planner writes"
+    );
+}

@@ -123,7 +123,10 @@ fn real_examples(gguf: &Path, tools: &Path, n: usize) -> anyhow::Result<Vec<Exam
         &catalog,
         eos,
         usize::MAX,
-        plansmith_llama::ToolList::Json,
+        plansmith_planner::lora_train::ExampleFormat {
+            reply: plansmith_core::Syntax::JsonArray,
+            tool_list: plansmith_llama::ToolList::Json,
+        },
     )?;
     Ok(data.examples)
 }

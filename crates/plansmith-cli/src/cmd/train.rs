@@ -171,6 +171,14 @@ pub struct TrainArgs {
     /// in training and planning). The planner keeps it.
     #[arg(long, value_enum, default_value_t = super::plan::ToolListArg::Json, requires = "base")]
     tool_list: super::plan::ToolListArg,
+    /// The reply format the adapter learns: `json` (plansmith's system message lists the
+    /// tools; the model answers a JSON array of calls; every model) or `tool_call` (the model's
+    /// own chat template renders the tools and it answers in its `<tool_call>` tags, the
+    /// format Qwen2.5 / Qwen3 were trained to call tools in). The planner keeps it; a bare
+    /// adapter used with `plan --lora` needs the same `--reply-format`.
+    #[arg(long, value_enum, default_value_t = TrainReplyFormat::Json, requires = "base",
+          value_name = "FORMAT")]
+    reply_format: TrainReplyFormat,
     /// LoRA optimizer steps of --batch-size examples (default: one pass over the data).
     #[arg(long, requires = "base")]
     steps: Option<usize>,
@@ -193,6 +201,16 @@ pub struct TrainArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+}
+
+/// The reply format a LoRA adapter learns (`--reply-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TrainReplyFormat {
+    /// plansmith's system message; a JSON array of calls.
+    Json,
+    /// The template's own tools prompt; `<tool_call>` tags.
+    #[value(name = "tool_call")]
+    ToolCall,
 }
 
 impl TrainArgs {
@@ -440,6 +458,14 @@ fn train_lora(
     excluded: Option<Excluded>,
 ) -> anyhow::Result<Outcome> {
     use plansmith_llama::LoraTarget;
+    if args.reply_format == TrainReplyFormat::ToolCall
+        && args.tool_list == super::plan::ToolListArg::Compact
+    {
+        anyhow::bail!(
+            "--tool-list compact shapes plansmith's system message; with --reply-format \
+             tool_call the model's chat template lists the tools itself: drop one of them"
+        );
+    }
     let mut targets = Vec::new();
     for t in &args.lora_targets {
         let add: &[LoraTarget] = match t.as_str() {
@@ -486,6 +512,10 @@ fn train_lora(
         confidence: confidence_modes(args.confidence.as_deref().unwrap_or("chosen"))?,
         adapter_f16: args.adapter_f16,
         tool_list: args.tool_list.into(),
+        reply_format: match args.reply_format {
+            TrainReplyFormat::Json => Syntax::JsonArray,
+            TrainReplyFormat::ToolCall => Syntax::ToolCall,
+        },
         checkpoint_every: args.checkpoint_every,
         checkpoint_dir,
         resume: args.resume.is_some(),

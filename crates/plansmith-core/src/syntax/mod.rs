@@ -3,6 +3,7 @@
 mod dsl;
 mod envelope;
 mod openai;
+mod spaced;
 mod tool_call;
 
 use serde::{Deserialize, Serialize};
@@ -10,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::plan::Plan;
 
 pub use dsl::{is_valid_dsl_value, DSL_FORBIDDEN};
+pub use spaced::to_spaced_json;
 
 /// An output syntax. Every syntax renders a [`Plan`] and parses text back into one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -47,6 +49,17 @@ impl Syntax {
             Syntax::OpenAi => openai::render_message(plan),
             Syntax::JsonArray => openai::render_array(plan),
             Syntax::ToolCall => tool_call::render(plan),
+        }
+    }
+
+    /// [`Self::render`] with the JSON of the JSON array and `<tool_call>` forms spaced as
+    /// Python writes it (`{"name": "x", "arguments": {...}}`), the spacing pretrained chat
+    /// models write their calls in; the other syntaxes render as [`Self::render`].
+    pub fn render_spaced(self, plan: &Plan) -> String {
+        match self {
+            Syntax::JsonArray => to_spaced_json(&openai::array_value(plan)),
+            Syntax::ToolCall => tool_call::render_with(plan, to_spaced_json),
+            other => other.render(plan),
         }
     }
 

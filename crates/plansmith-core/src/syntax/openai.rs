@@ -25,13 +25,17 @@ pub fn render_message(plan: &Plan) -> String {
 }
 
 pub fn render_array(plan: &Plan) -> String {
+    array_value(plan).to_string()
+}
+
+/// The plan's calls as a JSON array of `{"name", "arguments"}`.
+pub fn array_value(plan: &Plan) -> Value {
     Value::Array(
         plan.calls
             .iter()
             .map(|c| json!({"name": c.name, "arguments": Value::Object(c.arguments.clone())}))
             .collect(),
     )
-    .to_string()
 }
 
 /// Accepts an assistant message (`{"content", "tool_calls"}`) or a bare `tool_calls` array.

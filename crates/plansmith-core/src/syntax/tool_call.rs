@@ -13,11 +13,16 @@ pub const OPEN: &str = "<tool_call>\n";
 pub const CLOSE: &str = "\n</tool_call>";
 
 pub fn render(plan: &Plan) -> String {
+    render_with(plan, |v| v.to_string())
+}
+
+/// [`render`] with each call's JSON written by `json`.
+pub fn render_with(plan: &Plan, json: impl Fn(&Value) -> String) -> String {
     plan.calls
         .iter()
         .map(|c| {
             let call = json!({"name": c.name, "arguments": Value::Object(c.arguments.clone())});
-            format!("{OPEN}{call}{CLOSE}")
+            format!("{OPEN}{}{CLOSE}", json(&call))
         })
         .collect::<Vec<_>>()
         .join("\n")
@@ -92,8 +97,10 @@ mod tests {
             "<tool_call>\n{\"name\":\"open_app\",\"arguments\":{\"app\":\"Safari\"}}\n</tool_call>\n<tool_call>\n{\"name\":\"wait\",\"arguments\":{}}\n</tool_call>"
         );
         assert_eq!(parse(&text).unwrap(), plan);
-        // Qwen's own spacing.
+        // Qwen's own spacing, which `render_spaced` writes.
         let qwen = "<tool_call>\n{\"name\": \"open_app\", \"arguments\": {\"app\": \"Safari\"}}\n</tool_call>";
+        let one = Plan::new(vec![Call::new("open_app", args.clone())]);
+        assert_eq!(crate::Syntax::ToolCall.render_spaced(&one), qwen);
         assert_eq!(
             parse(qwen).unwrap().calls,
             vec![Call::new("open_app", args)]
