@@ -5,7 +5,7 @@
 //!   Hugging Face directory) + an optional PEFT adapter in `adapter/`.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use candle_core::Device;
 use plansmith_core::{Catalog, Syntax, Tool};
@@ -48,6 +48,33 @@ fn dir_err(path: &Path, message: impl Into<String>) -> PlannerError {
     }
 }
 
+/// The base model's path as `planner.json` stores it: relative to the planner directory when
+/// both lie under the working directory `cwd` (a planner trained in a project, next to the
+/// project's `assets/`, then moves and is committed with it, and names no machine path);
+/// absolute otherwise.
+fn portable_base(base: &Path, dir: &Path, cwd: &Path) -> PathBuf {
+    use std::path::Component;
+    let abs = |p: &Path| {
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            cwd.join(p)
+        }
+    };
+    let (abs_base, abs_dir) = (abs(base), abs(dir));
+    let plain = |p: &Path| p.components().all(|c| matches!(c, Component::Normal(_)));
+    match (abs_base.strip_prefix(cwd), abs_dir.strip_prefix(cwd)) {
+        (Ok(b), Ok(d)) if plain(b) && plain(d) => {
+            let mut rel = PathBuf::new();
+            for _ in d.components() {
+                rel.push("..");
+            }
+            rel.join(b)
+        }
+        _ => abs_base,
+    }
+}
+
 impl Planner {
     /// Save atomically: everything is written to a sibling temp directory, fsynced, and
     /// renamed over `dir`; a crash leaves either the old planner or the new one.
@@ -64,7 +91,10 @@ impl Planner {
                 None,
                 None,
                 Some(LlamaSource {
-                    base: base.to_path_buf(),
+                    base: match std::env::current_dir() {
+                        Ok(cwd) => portable_base(base, dir, &cwd),
+                        Err(_) => base.to_path_buf(),
+                    },
                     adapter: adapter.map(|_| ADAPTER.into()),
                 }),
             ),
@@ -302,4 +332,44 @@ mod embedded {
         include_bytes!("../default/planner.json"),
         include_bytes!("../default/model.safetensors"),
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_base_inside_the_project_is_stored_relative_to_the_planner() {
+        let cwd = Path::new("/home/u/project");
+        let rel = portable_base(
+            Path::new("/home/u/project/assets/smollm2.gguf"),
+            Path::new("planners/generalist"),
+            cwd,
+        );
+        assert_eq!(rel, Path::new("../../assets/smollm2.gguf"));
+        // resolving it against the planner directory finds the base again
+        let back = LlamaSource {
+            base: rel,
+            adapter: None,
+        }
+        .resolved(&cwd.join("planners/generalist"));
+        assert_eq!(
+            back.base,
+            Path::new("/home/u/project/planners/generalist/../../assets/smollm2.gguf")
+        );
+        // a relative base path counts from the working directory too
+        assert_eq!(
+            portable_base(Path::new("assets/m.gguf"), Path::new("out"), cwd),
+            Path::new("../assets/m.gguf")
+        );
+        // outside the project, or through `..`: absolute
+        assert_eq!(
+            portable_base(Path::new("/models/m.gguf"), Path::new("out"), cwd),
+            Path::new("/models/m.gguf")
+        );
+        assert_eq!(
+            portable_base(Path::new("../m.gguf"), Path::new("out"), cwd),
+            Path::new("/home/u/project/../m.gguf")
+        );
+    }
 }
