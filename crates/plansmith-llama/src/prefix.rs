@@ -1,5 +1,8 @@
 //! Prefix cache: KV snapshots of rendered system+tools prefixes, keyed by
-//! (model, catalog hash, template), LRU-evicted under a memory budget.
+//! (model, catalog hash, template), LRU-evicted under a memory budget. A catalog not in the
+//! cache starts from the cached prefix that shares the most leading tokens with it (same model
+//! and template): a catalog that adds a tool after the ones a cached catalog lists computes
+//! only the added tool's tokens.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -41,7 +44,13 @@ pub enum PrefixOutcome {
     Hit,
     /// Computed (and stored when it fits the budget).
     Miss,
+    /// Computed after the first `reused` tokens, restored from another catalog's cached
+    /// prefix that starts with them (and stored when it fits the budget).
+    Partial { reused: usize },
 }
+
+/// Below this many shared leading tokens a partial reuse is not worth a snapshot copy.
+const MIN_REUSE: usize = 16;
 
 impl PrefixCache {
     /// A cache holding at most `max_bytes` of snapshots.
@@ -136,9 +145,36 @@ impl PrefixCache {
         g.bytes = 0;
     }
 
+    /// The cached snapshot of the same model and template whose tokens share the longest run
+    /// of leading tokens with `prefix`, and that length (most recently used first on ties).
+    fn longest_shared(&self, key: &PrefixKey, prefix: &[u32]) -> Option<(Arc<KvSnapshot>, usize)> {
+        let mut g = self.lock();
+        let best = g
+            .entries
+            .iter()
+            .filter(|(k, _)| k.model == key.model && k.template == key.template)
+            .map(|(k, (snap, used))| {
+                let shared = snap
+                    .tokens()
+                    .iter()
+                    .zip(prefix)
+                    .take_while(|(a, b)| a == b)
+                    .count();
+                (shared, *used, k.clone())
+            })
+            .max_by_key(|&(shared, used, _)| (shared, used))?;
+        let (shared, _, k) = best;
+        g.clock += 1;
+        let clock = g.clock;
+        let (snap, used) = g.entries.get_mut(&k)?;
+        *used = clock;
+        Some((snap.clone(), shared))
+    }
+
     /// Put `prefix` then `rest` into `session` (which is reset), reusing the cached prefix
-    /// when the key matches and the cached tokens equal `prefix`. Returns the next-token
-    /// logits after the last token and whether the prefix was a hit.
+    /// when the key matches and the cached tokens equal `prefix`, else starting from the
+    /// cached prefix that shares the most leading tokens with it. Returns the next-token
+    /// logits after the last token and how the prefix was served.
     pub fn prefill(
         &self,
         session: &mut Session,
@@ -159,10 +195,33 @@ impl PrefixCache {
                 if prefix.is_empty() {
                     (PrefixOutcome::Miss, None)
                 } else {
-                    let logits = session.prefill(prefix)?;
+                    let shared = self.longest_shared(key, prefix);
+                    let (outcome, logits) = match shared {
+                        // The whole prefix is another catalog's whole prefix: its logits too.
+                        Some((snap, n)) if n == prefix.len() && n == snap.tokens().len() => {
+                            session.restore(&snap)?;
+                            let logits = match snap.last_logits() {
+                                Some(l) => l.to_vec(),
+                                None => {
+                                    session.truncate(n - 1);
+                                    session.prefill(&prefix[n - 1..])?
+                                }
+                            };
+                            (PrefixOutcome::Partial { reused: n }, logits)
+                        }
+                        // At least the last token is computed here, for its logits.
+                        Some((snap, n)) if n.min(prefix.len() - 1) >= MIN_REUSE => {
+                            let reused = n.min(prefix.len() - 1);
+                            session.restore(&snap)?;
+                            session.truncate(reused);
+                            let logits = session.prefill(&prefix[reused..])?;
+                            (PrefixOutcome::Partial { reused }, logits)
+                        }
+                        _ => (PrefixOutcome::Miss, session.prefill(prefix)?),
+                    };
                     let snap = session.snapshot_with_logits(logits.clone())?;
                     self.insert(key.clone(), Arc::new(snap));
-                    (PrefixOutcome::Miss, Some(logits))
+                    (outcome, Some(logits))
                 }
             }
         };

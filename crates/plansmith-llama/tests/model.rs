@@ -85,20 +85,103 @@ fn prefix_cache_hits_and_evicts() {
     // The reply after a cache hit is the reply after the miss, token for token (unconstrained:
     // a 135M model needs the grammar to emit JSON, so only its sameness is asserted).
     let out = greedy_generate(&mut s2, l2, &b.stop_ids(), 8).unwrap();
-    let out_miss = greedy_generate(&mut s, l1, &b.stop_ids(), 8).unwrap();
+    let out_miss = greedy_generate(&mut s, l1.clone(), &b.stop_ids(), 8).unwrap();
     assert_eq!(out.len(), 8, "{out:?}");
     assert_eq!(out, out_miss);
-    // A second catalog evicts the first (budget fits one snapshot).
+    // A second catalog evicts the first (budget fits one snapshot); its prefix tokens are the
+    // first's, so they are all restored from it before it goes.
     let key2 = PrefixKey {
         catalog: "cat-2".into(),
         ..key.clone()
     };
-    let (_, o3) = cache.prefill(&mut s, &key2, prefix, rest).unwrap();
-    assert_eq!(o3, PrefixOutcome::Miss);
+    let (l3, o3) = cache.prefill(&mut s, &key2, prefix, rest).unwrap();
+    assert_eq!(
+        o3,
+        PrefixOutcome::Partial {
+            reused: prefix.len()
+        }
+    );
+    assert_eq!(l3, l1);
     assert_eq!(cache.len(), 1);
     assert!(cache.get(&key).is_none());
     assert!(cache.bytes() <= snap_bytes * 3 / 2 + 1_000_000);
     let _ = Arc::strong_count(&b.model);
+}
+
+/// A catalog that adds a tool after a cached catalog's tools computes only what differs: the
+/// shared leading tokens come from the cached prefix, and the logits after the prompt are the
+/// ones a full prefill gives.
+#[test]
+fn a_catalog_that_extends_a_cached_one_reuses_the_shared_tokens() {
+    let b = common::bundle();
+    let tool = |name: &str, what: &str| {
+        serde_json::json!({"type": "function", "function": {"name": name, "description": what,
+            "parameters": {"type": "object", "properties": {"x": {"type": "string"}},
+            "required": ["x"]}}})
+    };
+    let two = serde_json::json!([
+        tool("set_timer", "Start a timer"),
+        tool("play_music", "Play a song")
+    ]);
+    let three = serde_json::json!([
+        tool("set_timer", "Start a timer"),
+        tool("play_music", "Play a song"),
+        tool("check_package", "Where a parcel is")
+    ]);
+    let split = |tools: &serde_json::Value| {
+        let p = b
+            .template
+            .tools_prompt(None, tools, "where is my parcel")
+            .unwrap();
+        let t = p.tokenize(&b.tokenizer);
+        (
+            t.tokens[..t.prefix_len].to_vec(),
+            t.tokens[t.prefix_len..].to_vec(),
+        )
+    };
+    let ((p2, r2), (p3, r3)) = (split(&two), split(&three));
+    let shared = p2.iter().zip(&p3).take_while(|(a, c)| a == c).count();
+    assert!(
+        shared > p3.len() / 2 && shared < p3.len(),
+        "{shared} of {}",
+        p3.len()
+    );
+    let cache = PrefixCache::new(usize::MAX);
+    let key = |c: &str| PrefixKey {
+        model: b.model.fingerprint(),
+        catalog: c.into(),
+        template: b.template.id(),
+    };
+    let mut s = b.model.session();
+    cache.prefill(&mut s, &key("two"), &p2, &r2).unwrap();
+    let mut s3 = b.model.session();
+    let (logits, outcome) = cache.prefill(&mut s3, &key("three"), &p3, &r3).unwrap();
+    assert_eq!(outcome, PrefixOutcome::Partial { reused: shared });
+    // from scratch: a cache holding nothing of this template
+    let mut fresh = b.model.session();
+    let (full, o) = PrefixCache::new(usize::MAX)
+        .prefill(&mut fresh, &key("three"), &p3, &r3)
+        .unwrap();
+    assert_eq!(o, PrefixOutcome::Miss);
+    let argmax = |v: &[f32]| (0..v.len()).max_by(|&i, &j| v[i].total_cmp(&v[j])).unwrap();
+    assert_eq!(argmax(&logits), argmax(&full));
+    let scale = full.iter().fold(0f32, |m, x| m.max(x.abs()));
+    let diff = logits
+        .iter()
+        .zip(&full)
+        .fold(0f32, |m, (a, c)| m.max((a - c).abs()));
+    assert!(diff <= 1e-4 * scale, "max |diff| {diff}, scale {scale}");
+    // and the extended catalog is now cached whole
+    let mut again = b.model.session();
+    let (_, o) = cache.prefill(&mut again, &key("three"), &p3, &r3).unwrap();
+    assert_eq!(o, PrefixOutcome::Hit);
+    // a different template shares nothing
+    let other = PrefixKey {
+        template: b.template.id() ^ 1,
+        ..key("four")
+    };
+    let (_, o) = cache.prefill(&mut again, &other, &p3, &r3).unwrap();
+    assert_eq!(o, PrefixOutcome::Miss);
 }
 
 /// An adapter on the real quantized SmolLM2 runs beside the quantized kernels: the adapted model
