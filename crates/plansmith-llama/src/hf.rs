@@ -28,6 +28,8 @@ pub enum HfArch {
     Llama,
     Qwen2,
     Qwen3,
+    /// Gemma 3's text model (`Gemma3ForCausalLM`: Gemma-3-270M / 1B, FunctionGemma).
+    Gemma3,
 }
 
 impl HfArch {
@@ -37,6 +39,7 @@ impl HfArch {
             Self::Llama => "LlamaForCausalLM",
             Self::Qwen2 => "Qwen2ForCausalLM",
             Self::Qwen3 => "Qwen3ForCausalLM",
+            Self::Gemma3 => "Gemma3ForCausalLM",
         }
     }
 
@@ -45,6 +48,7 @@ impl HfArch {
             Self::Llama => "llama",
             Self::Qwen2 => "qwen2",
             Self::Qwen3 => "qwen3",
+            Self::Gemma3 => "gemma3_text",
         }
     }
 }
@@ -105,9 +109,10 @@ impl HfConfig {
             "LlamaForCausalLM" => HfArch::Llama,
             "Qwen2ForCausalLM" => HfArch::Qwen2,
             "Qwen3ForCausalLM" => HfArch::Qwen3,
+            "Gemma3ForCausalLM" => HfArch::Gemma3,
             other => {
                 return Err(LlamaError::Unsupported(format!(
-                    "{}: architecture `{other}` (supported: LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)",
+                    "{}: architecture `{other}` (supported: LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM)",
                     path.display()
                 )))
             }
@@ -136,12 +141,19 @@ impl HfConfig {
             }
         };
         let bool_key = |key: &str| v.get(key).and_then(Value::as_bool);
+        let gemma = arch == HfArch::Gemma3;
+        // Gemma names its activation `hidden_activation` (GELU, tanh approximation).
         let act = v
-            .get("hidden_act")
+            .get(if gemma {
+                "hidden_activation"
+            } else {
+                "hidden_act"
+            })
             .and_then(Value::as_str)
-            .unwrap_or("silu");
-        if act != "silu" {
-            return Err(unsupported(format!("hidden_act `{act}`")));
+            .unwrap_or(if gemma { "gelu_pytorch_tanh" } else { "silu" });
+        let expected = if gemma { "gelu_pytorch_tanh" } else { "silu" };
+        if act != expected {
+            return Err(unsupported(format!("hidden activation `{act}`")));
         }
         // RoPE: `rope_theta` at the top level (transformers 4) or inside `rope_parameters`
         // (transformers 5); any scaling other than "default" is refused.
@@ -160,9 +172,11 @@ impl HfConfig {
                 }
             }
         }
-        if let Some(types) = v.get("layer_types").and_then(Value::as_array) {
-            if let Some(t) = types.iter().find(|t| t.as_str() != Some("full_attention")) {
-                return Err(unsupported(format!("layer type {t} (only full_attention)")));
+        if !gemma {
+            if let Some(types) = v.get("layer_types").and_then(Value::as_array) {
+                if let Some(t) = types.iter().find(|t| t.as_str() != Some("full_attention")) {
+                    return Err(unsupported(format!("layer type {t} (only full_attention)")));
+                }
             }
         }
         let rope_theta = match (v.get("rope_theta"), v.get("rope_parameters")) {
@@ -211,7 +225,8 @@ impl HfConfig {
                 format!("{head_dim} is not a positive even number"),
             ));
         }
-        let tie = bool_key("tie_word_embeddings").unwrap_or(false);
+        // transformers' default: Gemma ties its head to the embedding, the others do not.
+        let tie = bool_key("tie_word_embeddings").unwrap_or(gemma);
         let ids = |key: &str| -> Vec<u32> {
             match v.get(key) {
                 Some(Value::Number(n)) => n.as_u64().map(|x| vec![x as u32]).unwrap_or_default(),
@@ -222,6 +237,11 @@ impl HfConfig {
                     .collect(),
                 _ => Vec::new(),
             }
+        };
+        let gemma_cfg = if gemma {
+            gemma_variations(v, head_dim, req("num_hidden_layers")?, &err, &unsupported)?
+        } else {
+            Default::default()
         };
         let config = LlamaConfig {
             vocab_size: req("vocab_size")?,
@@ -235,7 +255,7 @@ impl HfConfig {
             rms_eps: f64_key("rms_norm_eps", 1e-6)?,
             max_position: usize_key("max_position_embeddings")?.unwrap_or(2048),
             tie_embeddings: tie,
-            gemma: Default::default(),
+            gemma: gemma_cfg,
         };
         if let Err((field, reason)) = config.check() {
             let key = match field {
@@ -260,6 +280,85 @@ impl HfConfig {
             eos_token_ids: ids("eos_token_id"),
         })
     }
+}
+
+/// The Gemma 3 block variations `config.json` describes: the sliding window and which layers
+/// use it (`layer_types`, or `sliding_window_pattern`: every n-th layer global), the local
+/// RoPE base. What the forward does not compute is refused: attention scaled other than by
+/// `1/sqrt(head_dim)` (`query_pre_attn_scalar`), logit soft-capping, a layer pattern other than
+/// "every n-th layer global".
+fn gemma_variations(
+    v: &Value,
+    head_dim: usize,
+    layers: usize,
+    err: &dyn Fn(&str, String) -> LlamaError,
+    unsupported: &dyn Fn(String) -> LlamaError,
+) -> Result<crate::config::Gemma> {
+    for key in ["final_logit_softcapping", "attn_logit_softcapping"] {
+        if let Some(x) = v.get(key).filter(|x| !x.is_null()) {
+            return Err(unsupported(format!("{key} = {x}")));
+        }
+    }
+    if let Some(x) = v.get("query_pre_attn_scalar").filter(|x| !x.is_null()) {
+        if x.as_f64() != Some(head_dim as f64) {
+            return Err(unsupported(format!(
+                "query_pre_attn_scalar = {x} (attention is scaled by 1/sqrt(head_dim = {head_dim}))"
+            )));
+        }
+    }
+    let window = v
+        .get("sliding_window")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| err("sliding_window", "missing or not a positive integer".into()))?
+        as usize;
+    let pattern = match v.get("layer_types").and_then(Value::as_array) {
+        Some(types) => {
+            if types.len() != layers {
+                return Err(err(
+                    "layer_types",
+                    format!("{} entries for {layers} layers", types.len()),
+                ));
+            }
+            let global: Vec<bool> = types
+                .iter()
+                .map(|t| match t.as_str() {
+                    Some("full_attention") => Ok(true),
+                    Some("sliding_attention") => Ok(false),
+                    _ => Err(unsupported(format!("layer type {t}"))),
+                })
+                .collect::<Result<_>>()?;
+            // every n-th layer global: n is one past the first global layer (or no global)
+            let n = global.iter().position(|&g| g).map_or(layers + 1, |i| i + 1);
+            if global
+                .iter()
+                .enumerate()
+                .any(|(i, &g)| g != (i + 1).is_multiple_of(n))
+            {
+                return Err(unsupported(format!(
+                    "layer_types {types:?} (only every n-th layer global)"
+                )));
+            }
+            n
+        }
+        None => v
+            .get("sliding_window_pattern")
+            .and_then(Value::as_u64)
+            .map_or(6, |n| n as usize),
+    };
+    let local = match v.get("rope_local_base_freq") {
+        None | Some(Value::Null) => 10_000.0,
+        Some(x) => x
+            .as_f64()
+            .filter(|f| f.is_finite() && *f > 0.0)
+            .ok_or_else(|| err("rope_local_base_freq", format!("{x} is not positive")))?,
+    };
+    Ok(crate::config::Gemma {
+        scale_embeddings: true,
+        gelu_gate: true,
+        sliding_window: Some(window),
+        sliding_window_pattern: pattern,
+        rope_theta_local: Some(local),
+    })
 }
 
 /// The safetensors files of a checkpoint with the tensors each holds (loaded, original dtype).
@@ -445,13 +544,25 @@ pub fn load_hf_model(dir: &Path) -> Result<(LlamaModel, HfConfig)> {
             nkv,
             hd,
         )?;
+        // Gemma's RMSNorms scale by (1 + w) and name the MLP's norm `pre_feedforward_`;
+        // its `post_attention_layernorm` normalizes the attention's output instead.
+        let gemma = hc.arch == HfArch::Gemma3;
+        let norm_w = |name: &str, n: usize| -> Result<Tensor> {
+            let t = w.get(&p(name), &[n])?;
+            Ok(if gemma { (t + 1.0)? } else { t })
+        };
+        let ffn_norm = if gemma {
+            "pre_feedforward_layernorm.weight"
+        } else {
+            "post_attention_layernorm.weight"
+        };
         let mut b = Block::plain(
-            w.get(&p("input_layernorm.weight"), &[d])?,
+            norm_w("input_layernorm.weight", d)?,
             Linear::dense(wq),
             Linear::dense(wk),
             mm("self_attn.v_proj.weight", &[nkv * hd, d])?,
             mm("self_attn.o_proj.weight", &[d, nh * hd])?,
-            w.get(&p("post_attention_layernorm.weight"), &[d])?,
+            norm_w(ffn_norm, d)?,
             mm("mlp.gate_proj.weight", &[ff, d])?,
             mm("mlp.up_proj.weight", &[ff, d])?,
             mm("mlp.down_proj.weight", &[d, ff])?,
@@ -471,22 +582,31 @@ pub fn load_hf_model(dir: &Path) -> Result<(LlamaModel, HfConfig)> {
                 )?);
                 b.bv = Some(w.get(&p("self_attn.v_proj.bias"), &[nkv * hd])?);
             }
-            HfArch::Qwen3 => {
+            HfArch::Qwen3 | HfArch::Gemma3 => {
                 b.q_norm = Some(hf_to_gguf_vec(
-                    &w.get(&p("self_attn.q_norm.weight"), &[hd])?,
+                    &norm_w("self_attn.q_norm.weight", hd)?,
                     1,
                     hd,
                 )?);
                 b.k_norm = Some(hf_to_gguf_vec(
-                    &w.get(&p("self_attn.k_norm.weight"), &[hd])?,
+                    &norm_w("self_attn.k_norm.weight", hd)?,
                     1,
                     hd,
                 )?);
             }
         }
+        if gemma {
+            b.post_attn_norm = Some(norm_w("post_attention_layernorm.weight", d)?);
+            b.post_ffn_norm = Some(norm_w("post_feedforward_layernorm.weight", d)?);
+        }
         blocks.push(b);
     }
     let norm = w.get("model.norm.weight", &[d])?;
+    let norm = if hc.arch == HfArch::Gemma3 {
+        (norm + 1.0)?
+    } else {
+        norm
+    };
     let output = if hc.tie_word_embeddings || !w.has("lm_head.weight") {
         cfg.tie_embeddings = true;
         None

@@ -114,6 +114,117 @@ fn gemma3_decoding_token_by_token_equals_the_prefill() {
     assert!(worst <= 1e-4, "worst relative logit error {worst:e}");
 }
 
+/// The same tiny model as a Hugging Face directory (`Gemma3ForCausalLM`: HF tensor names,
+/// norms stored as `w` and scaled by `1 + w`, `layer_types` naming the sliding layers) loads
+/// to transformers' logits too.
+#[test]
+fn tiny_gemma3_hf_dir_matches_transformers_logits() {
+    let gguf_named =
+        candle_core::safetensors::load(fixture("tiny-f32.safetensors"), &candle_core::Device::Cpu)
+            .unwrap();
+    let mut hf = std::collections::HashMap::new();
+    let mut put = |to: String, from: &str, norm: bool| {
+        let t = &gguf_named[from];
+        hf.insert(to, if norm { (t - 1.0).unwrap() } else { t.clone() });
+    };
+    put(
+        "model.embed_tokens.weight".into(),
+        "token_embd.weight",
+        false,
+    );
+    put("model.norm.weight".into(), "output_norm.weight", true);
+    for i in 0..6 {
+        let (h, g) = (format!("model.layers.{i}."), format!("blk.{i}."));
+        for (to, from, norm) in [
+            ("self_attn.q_proj.weight", "attn_q.weight", false),
+            ("self_attn.k_proj.weight", "attn_k.weight", false),
+            ("self_attn.v_proj.weight", "attn_v.weight", false),
+            ("self_attn.o_proj.weight", "attn_output.weight", false),
+            ("self_attn.q_norm.weight", "attn_q_norm.weight", true),
+            ("self_attn.k_norm.weight", "attn_k_norm.weight", true),
+            ("mlp.gate_proj.weight", "ffn_gate.weight", false),
+            ("mlp.up_proj.weight", "ffn_up.weight", false),
+            ("mlp.down_proj.weight", "ffn_down.weight", false),
+            ("input_layernorm.weight", "attn_norm.weight", true),
+            (
+                "post_attention_layernorm.weight",
+                "post_attention_norm.weight",
+                true,
+            ),
+            ("pre_feedforward_layernorm.weight", "ffn_norm.weight", true),
+            (
+                "post_feedforward_layernorm.weight",
+                "post_ffw_norm.weight",
+                true,
+            ),
+        ] {
+            put(format!("{h}{to}"), &format!("{g}{from}"), norm);
+        }
+    }
+    let dir = common::temp_dir("gemma3-hf");
+    candle_core::safetensors::save(&hf, dir.join("model.safetensors")).unwrap();
+    let mut config = serde_json::json!({
+        "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text",
+        "vocab_size": 48, "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 6,
+        "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 24,
+        "query_pre_attn_scalar": 24, "max_position_embeddings": 128, "rms_norm_eps": 1e-6,
+        "sliding_window": 8, "rope_theta": 1_000_000.0, "rope_local_base_freq": 10_000.0,
+        "hidden_activation": "gelu_pytorch_tanh", "final_logit_softcapping": null,
+        "attn_logit_softcapping": null, "rope_scaling": null,
+        "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention",
+                        "sliding_attention", "sliding_attention", "full_attention"]
+    });
+    let write = |c: &serde_json::Value| {
+        std::fs::write(dir.join("config.json"), c.to_string()).unwrap();
+        plansmith_llama::hf::load_hf_model(&dir)
+    };
+    let (model, hc) = write(&config).unwrap();
+    assert_eq!(hc.arch, plansmith_llama::HfArch::Gemma3);
+    let cfg = model.config();
+    assert!(cfg.tie_embeddings, "Gemma ties its head by default");
+    assert_eq!(
+        (0..6).map(|l| cfg.layer_window(l)).collect::<Vec<_>>(),
+        [Some(8), Some(8), Some(8), Some(8), Some(8), None]
+    );
+    assert_eq!(cfg.layer_rope_theta(0), 10_000.0);
+    let (tokens, want) = golden();
+    let got = Arc::new(model)
+        .session()
+        .prefill_all_logits(&tokens)
+        .unwrap();
+    let worst = worst_error(&got, &want);
+    assert!(worst <= 1e-4, "worst relative logit error {worst:e}");
+    // What the forward does not compute is refused, naming the key.
+    for (key, value) in [
+        ("query_pre_attn_scalar", serde_json::json!(16)),
+        ("final_logit_softcapping", serde_json::json!(30.0)),
+        ("hidden_activation", serde_json::json!("silu")),
+        (
+            "layer_types",
+            serde_json::json!([
+                "full_attention",
+                "sliding_attention",
+                "sliding_attention",
+                "sliding_attention",
+                "sliding_attention",
+                "full_attention"
+            ]),
+        ),
+    ] {
+        let old = config[key].clone();
+        config[key] = value;
+        let Err(err) = write(&config) else {
+            panic!("{key} = {} was accepted", config[key]);
+        };
+        assert!(
+            err.to_string().contains(key.split('_').next().unwrap()),
+            "{key}: {err}"
+        );
+        config[key] = old;
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn gemma3_is_refused_where_only_the_llama_block_is_handled() {
     let model = load();
