@@ -125,8 +125,13 @@ impl Spm {
             }
             let (a, b) = (syms[left], syms[right]);
             let id = lookup(&text[a.start..b.start + b.len])?;
+            let score = self.scores[id as usize];
+            // A piece no merge makes (a `tokenizer.json` vocabulary) is never merged into.
+            if score == f32::NEG_INFINITY {
+                return None;
+            }
             Some(Bigram {
-                score: self.scores[id as usize],
+                score,
                 left,
                 right,
                 size: a.len + b.len,

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use crate::error::{LlamaError, Result};
 use crate::gguf::GgufFile;
-use crate::spm::Spm;
+use crate::spm::{Spm, SPACE_MARK};
 
 /// Token type codes used by GGUF (`tokenizer.ggml.token_type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -779,6 +779,72 @@ fn word_pieces(word: &str, max: usize) -> impl Iterator<Item = &str> {
     })
 }
 
+/// Whether a SentencePiece-style `tokenizer.json` normalizer prepends `▁` to the text (Llama 2:
+/// `Prepend("▁")` then `Replace(" ", "▁")`) or not (Gemma: the `Replace` alone). Other
+/// normalizers are refused.
+fn spm_normalizer(n: &serde_json::Value) -> std::result::Result<bool, String> {
+    use serde_json::Value;
+    let mark = SPACE_MARK.to_string();
+    let is_replace = |x: &Value| {
+        x.get("type").and_then(Value::as_str) == Some("Replace")
+            && x.pointer("/pattern/String").and_then(Value::as_str) == Some(" ")
+            && x.get("content").and_then(Value::as_str) == Some(mark.as_str())
+    };
+    let is_prepend = |x: &Value| {
+        x.get("type").and_then(Value::as_str) == Some("Prepend")
+            && x.get("prepend").and_then(Value::as_str) == Some(mark.as_str())
+    };
+    let steps: Vec<&Value> = match n.get("type").and_then(Value::as_str) {
+        Some("Sequence") => n
+            .get("normalizers")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().collect())
+            .unwrap_or_default(),
+        Some(_) => vec![n],
+        None => Vec::new(),
+    };
+    match steps.as_slice() {
+        [r] if is_replace(r) => Ok(false),
+        [p, r] if is_prepend(p) && is_replace(r) => Ok(true),
+        _ => Err(format!(
+            "{n} (with byte_fallback: Replace(\" \", \"▁\"), optionally after Prepend(\"▁\"))"
+        )),
+    }
+}
+
+/// A `Split` on the string `" "` (Gemma's pre-tokenizer).
+fn is_space_split(p: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    p.get("type").and_then(Value::as_str) == Some("Split")
+        && p.pointer("/pattern/String").and_then(Value::as_str) == Some(" ")
+        && p.get("invert").and_then(Value::as_bool) != Some(true)
+}
+
+/// SentencePiece merge scores from a `tokenizer.json`'s ranked merges: a piece scores minus the
+/// rank of the first merge that makes it (earlier merges first, as the converters rank pieces
+/// by their SentencePiece score), and a piece no merge makes is never merged into.
+fn spm_scores(
+    tokens: &[String],
+    merges: &[(String, String)],
+) -> std::result::Result<Vec<f32>, String> {
+    let index: HashMap<&str, usize> = tokens
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.as_str(), i))
+        .collect();
+    let mut scores = vec![f32::NEG_INFINITY; tokens.len()];
+    for (rank, (l, r)) in merges.iter().enumerate() {
+        let joined = format!("{l}{r}");
+        let id = *index.get(joined.as_str()).ok_or_else(|| {
+            format!("model.merges[{rank}] makes {joined:?}, which is not in the vocabulary")
+        })?;
+        if scores[id] == f32::NEG_INFINITY {
+            scores[id] = -(rank as f32);
+        }
+    }
+    Ok(scores)
+}
+
 fn pre_from_hf(v: &serde_json::Value) -> std::result::Result<PreTokenizer, String> {
     use serde_json::Value;
     let ty = |v: &Value| {
@@ -928,26 +994,45 @@ impl Tokenizer {
                 }
             }
         }
-        if model.get("byte_fallback").and_then(Value::as_bool) == Some(true) {
-            return Err(unsupported("model.byte_fallback = true".into()));
-        }
+        let sentencepiece = model.get("byte_fallback").and_then(Value::as_bool) == Some(true);
         if let Some(d) = model.get("dropout").and_then(Value::as_f64) {
             if d != 0.0 {
                 return Err(unsupported(format!("model.dropout = {d}")));
             }
         }
-        match v.get("normalizer") {
-            None | Some(Value::Null) => {}
-            Some(n) if n.get("type").and_then(Value::as_str) == Some("NFC") => {}
-            Some(n) => {
-                return Err(unsupported(format!(
-                    "normalizer `{}`",
-                    n.get("type").and_then(Value::as_str).unwrap_or("?")
-                )))
+        // SentencePiece-style (byte fallback): spaces become `▁` (and Llama 2 prepends one);
+        // byte-level BPE: no normalization beyond NFC.
+        let mut space_prefix = false;
+        let pre = if sentencepiece {
+            space_prefix = spm_normalizer(v.get("normalizer").unwrap_or(&Value::Null))
+                .map_err(|m| unsupported(format!("normalizer: {m}")))?;
+            match v.get("pre_tokenizer") {
+                None | Some(Value::Null) => {}
+                // Splitting on spaces after they all became `▁` splits nothing.
+                Some(p) if is_space_split(p) => {}
+                Some(p) => {
+                    return Err(unsupported(format!(
+                        "pre_tokenizer `{}` with byte_fallback (expected none, or a split on \
+                         \" \", as Gemma's and Llama 2's tokenizer.json have)",
+                        p.get("type").and_then(Value::as_str).unwrap_or("?")
+                    )))
+                }
             }
-        }
-        let pre = pre_from_hf(v.get("pre_tokenizer").unwrap_or(&Value::Null))
-            .map_err(|m| unsupported(format!("pre_tokenizer: {m}")))?;
+            PreTokenizer::Gpt2
+        } else {
+            match v.get("normalizer") {
+                None | Some(Value::Null) => {}
+                Some(n) if n.get("type").and_then(Value::as_str) == Some("NFC") => {}
+                Some(n) => {
+                    return Err(unsupported(format!(
+                        "normalizer `{}`",
+                        n.get("type").and_then(Value::as_str).unwrap_or("?")
+                    )))
+                }
+            }
+            pre_from_hf(v.get("pre_tokenizer").unwrap_or(&Value::Null))
+                .map_err(|m| unsupported(format!("pre_tokenizer: {m}")))?
+        };
         let vocab = model
             .get("vocab")
             .and_then(Value::as_object)
@@ -998,7 +1083,7 @@ impl Tokenizer {
                 put(id, text, kind, &format!("added_tokens[{i}]"))?;
             }
         }
-        let (tokens, kinds): (Vec<String>, Vec<TokenKind>) = slots
+        let (tokens, mut kinds): (Vec<String>, Vec<TokenKind>) = slots
             .into_iter()
             .map(|s| s.unwrap_or((String::new(), TokenKind::Unused)))
             .unzip();
@@ -1026,11 +1111,26 @@ impl Tokenizer {
                 ))
             })?);
         }
-        let mut t = Self::from_pairs(tokens, kinds, &merges, pre)?;
+        let mut t = if sentencepiece {
+            if let Some(unk) = model.get("unk_token").and_then(Value::as_str) {
+                if let Some(i) = tokens.iter().position(|t| t == unk) {
+                    if kinds[i] == TokenKind::Normal {
+                        kinds[i] = TokenKind::Unknown;
+                    }
+                }
+            }
+            let scores = spm_scores(&tokens, &merges).map_err(bad)?;
+            Self::sentencepiece(tokens, kinds, scores, space_prefix)?
+        } else {
+            Self::from_pairs(tokens, kinds, &merges, pre)?
+        };
         t.ignore_merges = model
             .get("ignore_merges")
             .and_then(Value::as_bool)
             .unwrap_or(false);
+        if sentencepiece && t.ignore_merges {
+            return Err(unsupported("model.ignore_merges with byte_fallback".into()));
+        }
         // A post-processor that puts a special token first means "add BOS".
         if let Some(first) = v
             .get("post_processor")

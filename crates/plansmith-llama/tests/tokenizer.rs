@@ -28,3 +28,76 @@ fn smollm2_tokenizer_matches_llama_cpp_ids() {
     let digits = t.encode("2024", false, true);
     assert_eq!(digits.len(), 4, "smollm splits digits individually");
 }
+
+/// SentencePiece-style `tokenizer.json` files (BPE with byte fallback: Gemma's, Llama 2's), as
+/// transformers' converters write them for a tiny SentencePiece model, give Hugging Face
+/// `tokenizers`' ids on every text of `scripts/spm_hf_golden.py` (spaces at the ends and in
+/// runs, tabs and newlines, characters only byte fallback spells, special tokens) and decode
+/// back to the text.
+#[test]
+fn spm_hf_tokenizer_json_matches_hugging_face_ids() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/spm_hf");
+    let golden: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("golden.json")).unwrap()).unwrap();
+    for (name, rows) in golden["cases"].as_object().unwrap() {
+        let t =
+            plansmith_llama::Tokenizer::from_hf_file(&dir.join(format!("{name}.tokenizer.json")))
+                .unwrap();
+        let mut byte_fallback = 0;
+        for row in rows.as_array().unwrap() {
+            let text = row["text"].as_str().unwrap();
+            let want: Vec<u32> = row["ids"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_u64().unwrap() as u32)
+                .collect();
+            let got = t.encode(text, false, true);
+            assert_eq!(got, want, "{name}: ids of {text:?}");
+            byte_fallback += got
+                .iter()
+                .filter(|&&id| t.token_str(id).is_some_and(|s| s.starts_with("<0x")))
+                .count();
+            // Llama 2's prepended `▁` decodes to a leading space, as its HF decoder strips.
+            let back = t.decode(&got, false).unwrap();
+            let back = match name.as_str() {
+                "llama" if !text.is_empty() => back.strip_prefix(' ').unwrap_or(&back).to_string(),
+                _ => back,
+            };
+            assert_eq!(back, text, "{name}: decoding {want:?}");
+        }
+        assert!(
+            byte_fallback > 10,
+            "{name}: the corpus exercises byte fallback"
+        );
+    }
+}
+
+/// What a SentencePiece-style `tokenizer.json` may not hold is refused, naming it.
+#[test]
+fn spm_hf_tokenizer_json_refuses_what_it_does_not_compute() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/spm_hf");
+    let base: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("gemma.tokenizer.json")).unwrap())
+            .unwrap();
+    let refuse = |edit: &dyn Fn(&mut serde_json::Value), what: &str| {
+        let mut v = base.clone();
+        edit(&mut v);
+        let err = plansmith_llama::Tokenizer::from_hf_json(&v)
+            .err()
+            .unwrap_or_else(|| panic!("accepted: {what}"));
+        assert!(err.to_string().contains(what), "{what}: {err}");
+    };
+    refuse(
+        &|v| v["normalizer"] = serde_json::json!({"type": "NFKC"}),
+        "normalizer",
+    );
+    refuse(
+        &|v| v["pre_tokenizer"] = serde_json::json!({"type": "Metaspace", "replacement": "▁"}),
+        "Metaspace",
+    );
+    refuse(
+        &|v| v["model"]["merges"][0] = serde_json::json!(["zq", "xj"]),
+        "merges[0]",
+    );
+}

@@ -65,9 +65,9 @@ pub struct ModelArgs {
     #[arg(long)]
     pub planner: Option<PathBuf>,
     /// Plan with a pretrained model instead: a `.gguf` file (architectures llama, qwen2,
-    /// qwen3; F32/F16/BF16, Q4_0-Q8_0 and K-quant tensors) or a Hugging Face directory
-    /// (config.json + safetensors + tokenizer.json). Tools go in its prompt; its reply is
-    /// decoded under the catalog's grammar (see --reply-format).
+    /// qwen3, gemma3; F32/F16/BF16, Q4_0-Q8_0 and K-quant tensors) or a Hugging Face directory
+    /// (config.json + safetensors + tokenizer.json; Llama, Qwen2, Qwen3, Gemma 3). Tools go in
+    /// its prompt; its reply is decoded under the catalog's grammar (see --reply-format).
     #[arg(long, conflicts_with = "planner", value_name = "FILE")]
     pub gguf: Option<PathBuf>,
     /// A PEFT LoRA adapter directory merged into the --gguf model at load.

@@ -1,4 +1,5 @@
-//! tokenizer.json loading (mutated HF tokenizers: a tokenizer or a typed error), and encode /
+//! tokenizer.json loading (mutated HF tokenizers, byte-level and SentencePiece-style with byte
+//! fallback: a tokenizer or a typed error), and encode /
 //! decode of arbitrary text through a byte-level BPE and a SentencePiece-style vocabulary with
 //! byte fallback (decode(encode(text)) == text for both).
 
@@ -10,8 +11,11 @@ use crate::{Target, Verdict};
 
 pub struct TokenizerTarget {
     seed: Value,
+    spm_seed: Value,
     tokenizer: Tokenizer,
     sentencepiece: Tokenizer,
+    /// [`spm_seed_json`] loaded.
+    spm_json: Tokenizer,
 }
 
 /// A SentencePiece-style vocabulary: the 256 byte tokens, a few pieces with `▁` for a space
@@ -104,15 +108,59 @@ fn seed_json() -> Value {
     })
 }
 
+/// A SentencePiece-style `tokenizer.json` as Gemma's is written: byte tokens, pieces with `▁`
+/// for a space, ranked merges, `Replace(" ", "▁")`, byte fallback, two special tokens.
+fn spm_seed_json() -> Value {
+    let mut vocab = Map::new();
+    for b in 0..=255u8 {
+        vocab.insert(format!("<0x{b:02X}>"), json!(b as usize));
+    }
+    let mut next = 256;
+    for p in ["o", "p", "e", "n", "t", "h", "\u{2581}"] {
+        vocab.insert(p.into(), json!(next));
+        next += 1;
+    }
+    let merges = [
+        ["o", "p"],
+        ["e", "n"],
+        ["\u{2581}", "op"],
+        ["\u{2581}op", "en"],
+        ["t", "h"],
+        ["th", "e"],
+        ["\u{2581}", "the"],
+    ];
+    for [l, r] in merges {
+        vocab.insert(format!("{l}{r}"), json!(next));
+        next += 1;
+    }
+    json!({
+        "version": "1.0",
+        "added_tokens": [
+            {"id": next, "content": "<start_of_turn>", "special": true},
+            {"id": next + 1, "content": "<end_of_turn>", "special": true}
+        ],
+        "normalizer": {"type": "Replace", "pattern": {"String": " "}, "content": "\u{2581}"},
+        "pre_tokenizer": {"type": "Split", "pattern": {"String": " "},
+                          "behavior": "MergedWithPrevious", "invert": false},
+        "model": {"type": "BPE", "byte_fallback": true, "fuse_unk": true, "unk_token": null,
+                  "vocab": vocab, "merges": merges}
+    })
+}
+
 impl TokenizerTarget {
     pub fn new() -> Result<Self, String> {
         let seed = seed_json();
         let tokenizer =
             Tokenizer::from_hf_json(&seed).map_err(|e| format!("the seed tokenizer: {e}"))?;
+        let spm_seed = spm_seed_json();
+        let spm = Tokenizer::from_hf_json(&spm_seed)
+            .map_err(|e| format!("the SentencePiece-style seed tokenizer: {e}"))?;
         Ok(TokenizerTarget {
             seed,
+            spm_seed,
             tokenizer,
             sentencepiece: sentencepiece()?,
+            spm_json: spm,
         })
     }
 }
@@ -125,7 +173,12 @@ impl Target for TokenizerTarget {
     fn input(&mut self, rng: &mut Rng) -> Vec<u8> {
         if rng.chance(0.5) {
             let mut out = vec![0u8];
-            out.extend(mutate::json_bytes(rng, &self.seed, &self.seed));
+            let seed = if rng.chance(0.5) {
+                &self.seed
+            } else {
+                &self.spm_seed
+            };
+            out.extend(mutate::json_bytes(rng, seed, seed));
             out
         } else {
             let mut out = vec![1u8];
@@ -168,10 +221,11 @@ impl Target for TokenizerTarget {
         for (name, tok) in [
             ("byte-level BPE", &self.tokenizer),
             ("SentencePiece", &self.sentencepiece),
+            ("SentencePiece tokenizer.json", &self.spm_json),
         ] {
             // SentencePiece writes a space as `▁`, so a literal `▁` comes back as a space (as in
             // llama.cpp and sentencepiece itself).
-            if name == "SentencePiece" && text.contains('\u{2581}') {
+            if name.starts_with("SentencePiece") && text.contains('\u{2581}') {
                 continue;
             }
             let ids = tok.encode(&text, false, false);
