@@ -63,7 +63,8 @@ impl ModelBundle {
     /// Load a Hugging Face directory: `config.json`, `model.safetensors` or
     /// `model.safetensors.index.json` + shards, `tokenizer.json`, and optionally
     /// `tokenizer_config.json` (`chat_template`, `bos_token`, `eos_token`, `add_bos_token`) or
-    /// `chat_template.jinja`. Without a template, ChatML is used.
+    /// `chat_template.jinja`. Without a template, Gemma's turn format is used for Gemma and
+    /// ChatML for the rest.
     pub fn load_hf(dir: impl AsRef<Path>) -> Result<Self> {
         let dir = dir.as_ref();
         if !is_hf_dir(dir) {
@@ -157,6 +158,7 @@ impl ModelBundle {
                 };
                 ChatTemplate::new(src, &text(tok.bos), &text(tok.eos))?
             }
+            None if hc.arch == crate::HfArch::Gemma3 => ChatTemplate::gemma(),
             None => ChatTemplate::chatml(),
         };
         Ok(Self {

@@ -194,6 +194,80 @@ fn tiny_gemma3_hf_dir_matches_transformers_logits() {
         .unwrap();
     let worst = worst_error(&got, &want);
     assert!(worst <= 1e-4, "worst relative logit error {worst:e}");
+    // With a SentencePiece-style tokenizer.json (48 pieces) the directory loads as a bundle;
+    // with no chat template it is prompted in Gemma's turns.
+    let mut vocab = serde_json::Map::new();
+    let pieces = [
+        "<pad>",
+        "<eos>",
+        "<bos>",
+        "<unk>",
+        "<start_of_turn>",
+        "<end_of_turn>",
+        "\n",
+    ];
+    let letters: Vec<String> = ('a'..='z').map(String::from).collect();
+    let merged = [
+        "\u{2581}",
+        "\u{2581}h",
+        "hi",
+        "\u{2581}hi",
+        "us",
+        "er",
+        "user",
+    ];
+    for p in pieces
+        .iter()
+        .copied()
+        .chain(letters.iter().map(String::as_str))
+        .chain(merged)
+    {
+        let id = vocab.len();
+        vocab.entry(p.to_string()).or_insert(serde_json::json!(id));
+    }
+    let merges = [
+        ["\u{2581}", "h"],
+        ["h", "i"],
+        ["\u{2581}", "hi"],
+        ["u", "s"],
+        ["e", "r"],
+    ];
+    let special = |id: usize, content: &str| serde_json::json!({"id": id, "content": content, "special": true});
+    let tok = serde_json::json!({
+        "added_tokens": [special(0, "<pad>"), special(1, "<eos>"), special(2, "<bos>"),
+                         special(4, "<start_of_turn>"), special(5, "<end_of_turn>")],
+        "normalizer": {"type": "Replace", "pattern": {"String": " "}, "content": "\u{2581}"},
+        "pre_tokenizer": null,
+        "post_processor": {"type": "TemplateProcessing",
+                           "single": [{"SpecialToken": {"id": "<bos>", "type_id": 0}},
+                                      {"Sequence": {"id": "A", "type_id": 0}}]},
+        "model": {"type": "BPE", "byte_fallback": true, "unk_token": "<unk>",
+                  "vocab": vocab, "merges": merges}
+    });
+    assert!(vocab_len(&tok) <= 48);
+    std::fs::write(dir.join("tokenizer.json"), tok.to_string()).unwrap();
+    std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+    let b = plansmith_llama::ModelBundle::load(&dir).unwrap();
+    let prompt = b
+        .template
+        .render(
+            &[plansmith_llama::ChatMessage::new("user", "hi")],
+            None,
+            true,
+        )
+        .unwrap();
+    assert!(
+        prompt.contains("<start_of_turn>user\nhi<end_of_turn>"),
+        "{prompt:?}"
+    );
+    let ids = b.tokenizer.encode(&prompt, true, true);
+    assert_eq!(ids[..2], [2, 4], "<bos> then <start_of_turn>");
+    assert_eq!(
+        b.tokenizer.encode(" hi", false, false),
+        [vocab_id(&tok, "\u{2581}hi")]
+    );
+    let logits = b.model.session().prefill(&ids).unwrap();
+    assert_eq!(logits.len(), 48);
     // What the forward does not compute is refused, naming the key.
     for (key, value) in [
         ("query_pre_attn_scalar", serde_json::json!(16)),
@@ -223,6 +297,14 @@ fn tiny_gemma3_hf_dir_matches_transformers_logits() {
         config[key] = old;
     }
     std::fs::remove_dir_all(&dir).ok();
+}
+
+fn vocab_len(tok: &Value) -> usize {
+    tok["model"]["vocab"].as_object().unwrap().len()
+}
+
+fn vocab_id(tok: &Value, piece: &str) -> u32 {
+    tok["model"]["vocab"][piece].as_u64().unwrap() as u32
 }
 
 #[test]
