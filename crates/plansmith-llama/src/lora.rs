@@ -142,6 +142,9 @@ struct DenseBlock {
     bias: [Option<Tensor>; 3],
     q_norm: Option<Tensor>,
     k_norm: Option<Tensor>,
+    /// Gemma 3's norms of the attention's and the MLP's outputs.
+    post_attn_norm: Option<Tensor>,
+    post_ffn_norm: Option<Tensor>,
 }
 
 /// Frozen f32 copy of a model plus trainable LoRA matrices.
@@ -154,6 +157,8 @@ pub struct LoraTrainer {
     output: Tensor,
     cos: Tensor,
     sin: Tensor,
+    /// Gemma 3's sliding-window layers' RoPE tables, when their base differs.
+    local_rope: Option<(Tensor, Tensor)>,
     /// (layer, target) -> (A [r, in], B [out, r]).
     adapters: BTreeMap<(usize, LoraTarget), (Var, Var)>,
     opt: AdamW,
@@ -186,7 +191,6 @@ impl LoraTrainer {
     /// Dequantize `model` into a frozen f32 base and create adapters (A random, B zero, as PEFT).
     pub fn new(model: &LlamaModel, lora: LoraConfig, lr: f64, seed: u64) -> Result<Self> {
         let cfg = model.config().clone();
-        cfg.gemma.refuse("the autograd reference trainer")?;
         if let Some(t) = lora.targets.iter().find(|t| (**t as usize) > 3) {
             return Err(LlamaError::Unsupported(format!(
                 "the autograd reference trainer adapts attention projections only, not {}",
@@ -206,9 +210,12 @@ impl LoraTrainer {
                 bias: [b.bq.clone(), b.bk.clone(), b.bv.clone()],
                 q_norm: b.q_norm.clone(),
                 k_norm: b.k_norm.clone(),
+                post_attn_norm: b.post_attn_norm.clone(),
+                post_ffn_norm: b.post_ffn_norm.clone(),
             });
         }
         let (cos, sin) = crate::model::rope_tables(&cfg, &dev)?;
+        let local_rope = crate::model::local_rope_tables(&cfg, &dev)?;
         let mut rng = crate::model::SplitMix(seed);
         let mut adapters = BTreeMap::new();
         let mut vars = Vec::new();
@@ -241,6 +248,7 @@ impl LoraTrainer {
             blocks,
             cos,
             sin,
+            local_rope,
             adapters,
             opt,
         })
@@ -299,15 +307,35 @@ impl LoraTrainer {
         let group = nh / nkv;
         let ids = Tensor::new(tokens, &dev)?;
         let mut x = self.embed.embedding(&ids)?;
-        let mut m = vec![0f32; l * l];
-        for i in 0..l {
-            for j in (i + 1)..l {
-                m[i * l + j] = f32::NEG_INFINITY;
-            }
+        if cfg.gemma.scale_embeddings {
+            x = (x * f64::from((cfg.hidden_size as f32).sqrt()))?;
         }
-        let mask = Tensor::from_vec(m, (l, l), &dev)?;
+        // Causal, and on a sliding-window layer only the last `w` positions.
+        let mask_for = |window: Option<usize>| -> Result<Tensor> {
+            let mut m = vec![0f32; l * l];
+            for i in 0..l {
+                for j in 0..l {
+                    if j > i || window.is_some_and(|w| i - j >= w) {
+                        m[i * l + j] = f32::NEG_INFINITY;
+                    }
+                }
+            }
+            Ok(Tensor::from_vec(m, (l, l), &dev)?)
+        };
         let scale = 1.0 / (hd as f64).sqrt();
+        let post_norm = |y: Tensor, w: &Option<Tensor>| -> Result<Tensor> {
+            Ok(match w {
+                Some(w) => rms_norm_explicit(&y, w, cfg.rms_eps)?,
+                None => y,
+            })
+        };
         for (li, b) in self.blocks.iter().enumerate() {
+            let window = cfg.layer_window(li);
+            let mask = mask_for(window)?;
+            let (cos, sin) = match (&self.local_rope, window) {
+                (Some((c, s)), Some(_)) => (c, s),
+                _ => (&self.cos, &self.sin),
+            };
             let h = rms_norm_explicit(&x, &b.attn_norm, cfg.rms_eps)?;
             let q = self.proj(li, LoraTarget::Q, &h)?;
             let k = self.proj(li, LoraTarget::K, &h)?;
@@ -322,8 +350,8 @@ impl LoraTrainer {
                 Some(w) => rms_norm_explicit(&k, w, cfg.rms_eps)?,
                 None => k,
             };
-            let q = candle_nn::rotary_emb::rope_i_slow(&q, &self.cos, &self.sin)?;
-            let k = candle_nn::rotary_emb::rope_i_slow(&k, &self.cos, &self.sin)?;
+            let q = candle_nn::rotary_emb::rope_i_slow(&q, cos, sin)?;
+            let k = candle_nn::rotary_emb::rope_i_slow(&k, cos, sin)?;
             let q = (q.reshape((nkv, group * l, hd))? * scale)?;
             let k = k.reshape((nkv, l, hd))?;
             let v = v.reshape((l, nkv, hd))?.transpose(0, 1)?.contiguous()?;
@@ -339,13 +367,18 @@ impl LoraTrainer {
                 .transpose(0, 1)?
                 .contiguous()?
                 .reshape((l, nh * hd))?;
-            let y = self.proj(li, LoraTarget::O, &y)?;
+            let y = post_norm(self.proj(li, LoraTarget::O, &y)?, &b.post_attn_norm)?;
             x = (x + y)?;
             let h = rms_norm_explicit(&x, &b.ffn_norm, cfg.rms_eps)?;
             let g = h.matmul(&b.gate.t()?)?;
             let u = h.matmul(&b.up.t()?)?;
-            let f = ((g.clone() * candle_nn::ops::sigmoid(&g)?)? * u)?;
-            x = (x + f.matmul(&b.down.t()?)?)?;
+            let gated = if cfg.gemma.gelu_gate {
+                g.gelu()? // tanh approximation
+            } else {
+                (g.clone() * candle_nn::ops::sigmoid(&g)?)?
+            };
+            let f = (gated * u)?;
+            x = (x + post_norm(f.matmul(&b.down.t()?)?, &b.post_ffn_norm)?)?;
         }
         Ok(x)
     }

@@ -141,7 +141,10 @@ pub(crate) fn rope_tables(cfg: &LlamaConfig, device: &Device) -> Result<(Tensor,
 }
 
 /// [`rope_tables`] for the local (sliding-window) layers, when their base differs.
-fn local_rope_tables(cfg: &LlamaConfig, device: &Device) -> Result<Option<(Tensor, Tensor)>> {
+pub(crate) fn local_rope_tables(
+    cfg: &LlamaConfig,
+    device: &Device,
+) -> Result<Option<(Tensor, Tensor)>> {
     match cfg.gemma.rope_theta_local {
         Some(theta) if theta != cfg.rope_theta && cfg.gemma.sliding_window.is_some() => {
             Ok(Some(rope_tables_for(theta, cfg, device)?))
@@ -333,6 +336,19 @@ impl LlamaModel {
                 Linear::dense(r((ff, d))?),
                 Linear::dense(r((d, ff))?),
             ));
+        }
+        if !cfg.gemma.is_off() {
+            // Gemma's q/k norms and post norms, around 1 so that they matter.
+            let mut rn = SplitMix(seed ^ 0x9e);
+            let mut around_one = |n: usize| -> Result<Tensor> {
+                Ok((rn.normal_tensor((1, n), 0.3)?.reshape(n)? + 1.0)?)
+            };
+            for b in &mut blocks {
+                b.q_norm = Some(around_one(hd)?);
+                b.k_norm = Some(around_one(hd)?);
+                b.post_attn_norm = Some(around_one(d)?);
+                b.post_ffn_norm = Some(around_one(d)?);
+            }
         }
         let embed = SplitMix(seed ^ 0xe).normal_tensor((cfg.vocab_size, d), 1.0)?;
         let norm = ones()?;

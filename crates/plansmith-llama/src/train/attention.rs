@@ -24,6 +24,9 @@ pub(crate) struct Heads {
     pub scale: f32,
     /// Products in bf16 (inputs rounded, sums in f32), as the frozen base's are.
     pub bf16: bool,
+    /// A sliding-window layer's window: a query sees only the last `w` positions, its own
+    /// included (Gemma 3's local layers).
+    pub window: Option<usize>,
 }
 
 impl Heads {
@@ -224,9 +227,13 @@ fn probabilities(
     let own0 = ranges[0].1;
     for r in 0..rows {
         let row = &mut p[r * nk..(r + 1) * nk];
-        // own key j is visible to query i0 + r iff j <= i0 + r
+        // own key j is visible to query i0 + r iff j <= i0 + r; a key's column is its
+        // position (the parent prefix holds positions 0..own0, the segment's rows follow), so
+        // a window keeps the columns from `visible - w` on
         let visible = own0 + i0 + r + 1;
-        let seen = &mut row[..visible];
+        let first = g.window.map_or(0, |w| visible.saturating_sub(w));
+        row[..first].fill(0.0);
+        let seen = &mut row[first..visible];
         for v in seen.iter_mut() {
             *v *= g.scale;
         }

@@ -264,6 +264,47 @@ pub(crate) fn swiglu_fwd(g: &[f32], u: &[f32], a: &mut [f32]) {
     });
 }
 
+/// `sqrt(2 / pi)`, of GELU's tanh approximation.
+const GELU_C: f32 = 0.797_884_6;
+
+/// GELU, tanh approximation (PyTorch's `gelu(approximate="tanh")`, Gemma's activation), and its
+/// derivative.
+#[inline]
+fn gelu_and_slope(x: f32) -> (f32, f32) {
+    let inner = GELU_C * (x + 0.044_715 * x * x * x);
+    let t = inner.tanh();
+    let y = 0.5 * x * (1.0 + t);
+    let slope =
+        0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * GELU_C * (1.0 + 3.0 * 0.044_715 * x * x);
+    (y, slope)
+}
+
+/// `a = gelu(g) * u` (GeGLU), in parallel chunks.
+pub(crate) fn geglu_fwd(g: &[f32], u: &[f32], a: &mut [f32]) {
+    a.par_chunks_mut(CHUNK).enumerate().for_each(|(c, a)| {
+        let at = c * CHUNK;
+        for ((o, &gv), &uv) in a.iter_mut().zip(&g[at..]).zip(&u[at..]) {
+            *o = gelu_and_slope(gv).0 * uv;
+        }
+    });
+}
+
+/// From `da` and the saved `g`, `u`: `dg = da u gelu'(g)` and `du = da gelu(g)`.
+pub(crate) fn geglu_bwd(g: &[f32], u: &[f32], da: &[f32], dg: &mut [f32], du: &mut [f32]) {
+    dg.par_chunks_mut(CHUNK)
+        .zip(du.par_chunks_mut(CHUNK))
+        .enumerate()
+        .for_each(|(c, (dg, du))| {
+            let at = c * CHUNK;
+            for i in 0..dg.len() {
+                let (gv, uv, d) = (g[at + i], u[at + i], da[at + i]);
+                let (y, slope) = gelu_and_slope(gv);
+                du[i] = d * y;
+                dg[i] = d * uv * slope;
+            }
+        });
+}
+
 /// From `da` and the saved `g`, `u`: `dg = da u silu'(g)` and `du = da silu(g)`, in parallel
 /// chunks.
 pub(crate) fn swiglu_bwd(g: &[f32], u: &[f32], da: &[f32], dg: &mut [f32], du: &mut [f32]) {

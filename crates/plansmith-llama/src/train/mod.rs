@@ -327,8 +327,15 @@ impl LoraEngine {
         let c = &self.base.cfg;
         let (qd, kvd) = (c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim);
         let lora = self.config.targets.len() * self.config.rank;
-        let norms = if self.base.layers.first().is_some_and(|l| l.q_norm.is_some()) {
+        let first = self.base.layers.first();
+        let norms = if first.is_some_and(|l| l.q_norm.is_some()) {
             qd + kvd
+        } else {
+            0
+        };
+        // Gemma 3 keeps each branch's output before its post norm, and the norm's factor.
+        let post = if first.is_some_and(|l| l.post_attn_norm.is_some()) {
+            2 * c.hidden_size + 2
         } else {
             0
         };
@@ -337,6 +344,7 @@ impl LoraEngine {
                 + 2 * qd
                 + 2 * kvd
                 + norms
+                + post
                 + 2 * c.intermediate_size
                 + lora
                 + c.num_heads
@@ -372,6 +380,11 @@ impl LoraEngine {
         for (row, &t) in pack.tokens.iter().enumerate() {
             x0[row * d..(row + 1) * d]
                 .copy_from_slice(&base.embed[t as usize * d..(t as usize + 1) * d]);
+        }
+        if base.cfg.gemma.scale_embeddings {
+            // Gemma scales its embeddings by sqrt(hidden), in f32 as the runtime does.
+            let scale = (d as f32).sqrt();
+            x0.iter_mut().for_each(|v| *v *= scale);
         }
         for li in 0..layers {
             let (done, rest) = ckpt.split_at_mut(li + 1);

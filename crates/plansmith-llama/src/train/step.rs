@@ -7,8 +7,8 @@ use rayon::prelude::*;
 
 use super::attention::{self, Heads};
 use super::kernels::{
-    exp_shifted, max8, mm, rms_apply, rms_bwd, rms_fwd, rope, rope_back, swiglu_bwd, swiglu_fwd,
-    Par,
+    exp_shifted, geglu_bwd, geglu_fwd, max8, mm, rms_apply, rms_bwd, rms_fwd, rope, rope_back,
+    swiglu_bwd, swiglu_fwd, Par,
 };
 use super::pack::Pack;
 use super::weights::{FrozenBase, LoraParams, Slot};
@@ -97,6 +97,12 @@ pub(crate) struct Saved {
     r2: Vec<f32>,
     g: Vec<f32>,
     u: Vec<f32>,
+    /// Gemma 3: the attention's and the MLP's outputs before their post norms, and the norms'
+    /// per-row factors.
+    o: Vec<f32>,
+    ro: Vec<f32>,
+    f: Vec<f32>,
+    rf: Vec<f32>,
     /// Per target: `scale * x_d A^T` (`[n, r]`).
     t: [Vec<f32>; 7],
 }
@@ -117,6 +123,10 @@ impl Saved {
             &self.r2,
             &self.g,
             &self.u,
+            &self.o,
+            &self.ro,
+            &self.f,
+            &self.rf,
         ];
         4 * (v.iter().map(|x| x.capacity()).sum::<usize>()
             + self.t.iter().map(Vec::capacity).sum::<usize>())
@@ -145,6 +155,8 @@ pub(crate) struct Grads {
     tmp: Vec<f32>,
     xd: Vec<f32>,
     a: Vec<f32>,
+    /// The gradient at a post-normed branch's output, before its norm (Gemma 3).
+    dpost: Vec<f32>,
 }
 
 impl Grads {
@@ -166,6 +178,7 @@ impl Grads {
             &self.attn,
             &self.lora_g,
             &self.tmp,
+            &self.dpost,
         ];
         4 * v.iter().map(|x| x.capacity()).sum::<usize>()
     }
@@ -186,7 +199,8 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn heads(&self) -> Heads {
+    /// Layer `li`'s attention geometry (its window, on a sliding-window layer).
+    fn heads(&self, li: usize) -> Heads {
         let c = &self.base.cfg;
         Heads {
             n: self.pack.rows(),
@@ -195,6 +209,7 @@ impl Ctx<'_> {
             hd: c.head_dim,
             scale: 1.0 / (c.head_dim as f32).sqrt(),
             bf16: self.base.precision == super::BasePrecision::Bf16,
+            window: c.layer_window(li),
         }
     }
 
@@ -400,6 +415,7 @@ fn lora_back(
 /// `[n][heads*hd]` to head-major `dst` `[heads][n][hd]`.
 fn norm_rope(
     cx: &Ctx,
+    li: usize,
     src: &[f32],
     heads: usize,
     norm: Option<&[f32]>,
@@ -410,11 +426,12 @@ fn norm_rope(
     let half = hd / 2;
     let eps = cx.base.cfg.rms_eps as f32;
     let rs = sized(rs, n * heads);
+    let (cos, sin) = cx.base.rope(li);
     for row in 0..n {
         let pos = cx.pack.pos[row];
         let (c, s) = (
-            &cx.base.cos[pos * half..(pos + 1) * half],
-            &cx.base.sin[pos * half..(pos + 1) * half],
+            &cos[pos * half..(pos + 1) * half],
+            &sin[pos * half..(pos + 1) * half],
         );
         for h in 0..heads {
             let x = &src[row * heads * hd + h * hd..][..hd];
@@ -432,6 +449,7 @@ fn norm_rope(
 #[allow(clippy::too_many_arguments)]
 fn norm_rope_back(
     cx: &Ctx,
+    li: usize,
     src: &[f32],
     heads: usize,
     norm: Option<&[f32]>,
@@ -441,11 +459,12 @@ fn norm_rope_back(
 ) {
     let (n, hd) = (cx.pack.rows(), cx.base.cfg.head_dim);
     let half = hd / 2;
+    let (cos, sin) = cx.base.rope(li);
     for row in 0..n {
         let pos = cx.pack.pos[row];
         let (c, s) = (
-            &cx.base.cos[pos * half..(pos + 1) * half],
-            &cx.base.sin[pos * half..(pos + 1) * half],
+            &cos[pos * half..(pos + 1) * half],
+            &sin[pos * half..(pos + 1) * half],
         );
         for h in 0..heads {
             let g = &mut d[(h * n + row) * hd..][..hd];
@@ -480,6 +499,31 @@ fn transpose_heads(src: &[f32], dst: &mut [f32], n: usize, heads: usize, hd: usi
                 dst[hm..hm + hd].copy_from_slice(&src[rm..rm + hd]);
             }
         }
+    }
+}
+
+/// The MLP's gated product: GeGLU where the model's gate is GELU (Gemma 3), else SwiGLU.
+fn glu_fwd(c: &crate::LlamaConfig, g: &[f32], u: &[f32], a: &mut [f32]) {
+    if c.gemma.gelu_gate {
+        geglu_fwd(g, u, a)
+    } else {
+        swiglu_fwd(g, u, a)
+    }
+}
+
+/// Backward of [`glu_fwd`].
+fn glu_bwd(
+    c: &crate::LlamaConfig,
+    g: &[f32],
+    u: &[f32],
+    da: &[f32],
+    dg: &mut [f32],
+    du: &mut [f32],
+) {
+    if c.gemma.gelu_gate {
+        geglu_bwd(g, u, da, dg, du)
+    } else {
+        swiglu_bwd(g, u, da, dg, du)
     }
 }
 
@@ -549,6 +593,7 @@ pub(crate) fn block_forward(
     );
     norm_rope(
         cx,
+        li,
         qbuf,
         c.num_heads,
         l.q_norm.as_deref(),
@@ -557,6 +602,7 @@ pub(crate) fn block_forward(
     );
     norm_rope(
         cx,
+        li,
         kbuf,
         c.num_kv_heads,
         l.k_norm.as_deref(),
@@ -573,7 +619,14 @@ pub(crate) fn block_forward(
     );
     // attention output head-major in `g` as scratch, then row-major in `y`
     let yh = sized(&mut s.g, n * qd.max(ff));
-    attention::forward(cx.pack, &cx.heads(), &s.qh, &s.kh, &s.vh, &mut yh[..n * qd]);
+    attention::forward(
+        cx.pack,
+        &cx.heads(li),
+        &s.qh,
+        &s.kh,
+        &s.vh,
+        &mut yh[..n * qd],
+    );
     transpose_heads(
         &s.g[..n * qd],
         sized(&mut s.y, n * qd),
@@ -583,7 +636,14 @@ pub(crate) fn block_forward(
         true,
     );
     let xm = sized(&mut s.x_mid, n * d);
-    cx.proj(li, LoraTarget::O, &s.y, xm, None, to, xd);
+    match &l.post_attn_norm {
+        Some(w) => {
+            let o = sized(&mut s.o, n * d);
+            cx.proj(li, LoraTarget::O, &s.y, o, None, to, xd);
+            rms_fwd(o, w, xm, sized(&mut s.ro, n), d, eps);
+        }
+        None => cx.proj(li, LoraTarget::O, &s.y, xm, None, to, xd),
+    }
     for (m, &v) in xm.iter_mut().zip(x) {
         *m += v;
     }
@@ -613,10 +673,17 @@ pub(crate) fn block_forward(
         tu,
         xd,
     );
-    // the SwiGLU product is recomputed in the backward rather than kept
+    // the gated product is recomputed in the backward rather than kept
     let a = sized(&mut sc.a, n * ff);
-    swiglu_fwd(&s.g, &s.u, a);
-    cx.proj(li, LoraTarget::Down, a, out, None, tdn, xd);
+    glu_fwd(c, &s.g, &s.u, a);
+    match &l.post_ffn_norm {
+        Some(w) => {
+            let f = sized(&mut s.f, n * d);
+            cx.proj(li, LoraTarget::Down, a, f, None, tdn, xd);
+            rms_fwd(f, w, out, sized(&mut s.rf, n), d, eps);
+        }
+        None => cx.proj(li, LoraTarget::Down, a, out, None, tdn, xd),
+    }
     for (o, &v) in out.iter_mut().zip(&s.x_mid) {
         *o += v;
     }
@@ -642,11 +709,33 @@ pub(crate) fn block_backward(
     let mut da = std::mem::take(&mut gs.da);
     sized(&mut da, n * ff);
     let mut a = std::mem::take(&mut gs.a);
-    swiglu_fwd(&s.g, &s.u, sized(&mut a, n * ff));
-    cx.proj_back(li, LoraTarget::Down, &a, dx, &mut da, false, s, gs, grad);
+    glu_fwd(c, &s.g, &s.u, sized(&mut a, n * ff));
+    let mut dpost = std::mem::take(&mut gs.dpost);
+    // through the MLP's post norm (Gemma 3) to the down projection's output
+    let dbranch: &[f32] = match &l.post_ffn_norm {
+        Some(w) => {
+            let df = sized(&mut dpost, n * d);
+            df.fill(0.0);
+            rms_bwd(&s.f, w, &s.rf, dx, df, d);
+            df
+        }
+        None => dx,
+    };
+    cx.proj_back(
+        li,
+        LoraTarget::Down,
+        &a,
+        dbranch,
+        &mut da,
+        false,
+        s,
+        gs,
+        grad,
+    );
     gs.a = a;
     let (mut dg, mut du) = (std::mem::take(&mut gs.dg), std::mem::take(&mut gs.du));
-    swiglu_bwd(
+    glu_bwd(
+        c,
         &s.g,
         &s.u,
         &da,
@@ -663,7 +752,27 @@ pub(crate) fn block_backward(
     // attention
     let mut dy = std::mem::take(&mut gs.dy);
     sized(&mut dy, n * qd);
-    cx.proj_back(li, LoraTarget::O, &s.y, dx, &mut dy, false, s, gs, grad);
+    let dbranch: &[f32] = match &l.post_attn_norm {
+        Some(w) => {
+            let dout = sized(&mut dpost, n * d);
+            dout.fill(0.0);
+            rms_bwd(&s.o, w, &s.ro, dx, dout, d);
+            dout
+        }
+        None => dx,
+    };
+    cx.proj_back(
+        li,
+        LoraTarget::O,
+        &s.y,
+        dbranch,
+        &mut dy,
+        false,
+        s,
+        gs,
+        grad,
+    );
+    gs.dpost = dpost;
     let mut dyh = std::mem::take(&mut gs.dyh);
     transpose_heads(&dy, sized(&mut dyh, n * qd), n, c.num_heads, hd, false);
     let (mut dqh, mut dkh, mut dvh) = (
@@ -673,7 +782,7 @@ pub(crate) fn block_backward(
     );
     attention::backward(
         cx.pack,
-        &cx.heads(),
+        &cx.heads(li),
         &s.qh,
         &s.kh,
         &s.vh,
@@ -690,6 +799,7 @@ pub(crate) fn block_backward(
     );
     norm_rope_back(
         cx,
+        li,
         &s.q,
         c.num_heads,
         l.q_norm.as_deref(),
@@ -699,6 +809,7 @@ pub(crate) fn block_backward(
     );
     norm_rope_back(
         cx,
+        li,
         &s.k,
         c.num_kv_heads,
         l.k_norm.as_deref(),

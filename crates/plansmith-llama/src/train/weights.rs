@@ -98,9 +98,12 @@ pub(crate) struct FrozenLayer {
     pub w: [FrozenMatrix; 7],
     /// q / k / v biases (Qwen2).
     pub bias: [Option<Vec<f32>>; 3],
-    /// Per-head q / k RMSNorm weights (Qwen3).
+    /// Per-head q / k RMSNorm weights (Qwen3, Gemma 3).
     pub q_norm: Option<Vec<f32>>,
     pub k_norm: Option<Vec<f32>>,
+    /// RMSNorms of the attention's and the MLP's outputs before each residual add (Gemma 3).
+    pub post_attn_norm: Option<Vec<f32>>,
+    pub post_ffn_norm: Option<Vec<f32>>,
 }
 
 /// The frozen base model.
@@ -116,12 +119,13 @@ pub(crate) struct FrozenBase {
     /// RoPE tables `[max_position, head_dim / 2]`.
     pub cos: Vec<f32>,
     pub sin: Vec<f32>,
+    /// The same for the sliding-window layers when their RoPE base differs (Gemma 3).
+    local_rope: Option<(Vec<f32>, Vec<f32>)>,
 }
 
 impl FrozenBase {
     pub fn from_model(model: &LlamaModel, precision: BasePrecision) -> Result<Self> {
         let cfg = model.config().clone();
-        cfg.gemma.refuse("LoRA training")?;
         if precision == BasePrecision::Bf16 && !bf16::supported() {
             return Err(LlamaError::Unsupported(
                 "a bf16 frozen base needs a CPU with AVX-512 BF16; train with an f32 base".into(),
@@ -164,6 +168,8 @@ impl FrozenBase {
                 bias: [opt(&b.bq)?, opt(&b.bk)?, opt(&b.bv)?],
                 q_norm: opt(&b.q_norm)?,
                 k_norm: opt(&b.k_norm)?,
+                post_attn_norm: opt(&b.post_attn_norm)?,
+                post_ffn_norm: opt(&b.post_ffn_norm)?,
             });
         }
         let embed = flat(&model.embed_dense()?)?;
@@ -174,6 +180,10 @@ impl FrozenBase {
             (false, _) => Some(head(flat(&model.output_dense()?)?)),
         };
         let (cos, sin) = crate::model::rope_tables(&cfg, &candle_core::Device::Cpu)?;
+        let local_rope = match crate::model::local_rope_tables(&cfg, &candle_core::Device::Cpu)? {
+            Some((c, s)) => Some((flat(&c)?, flat(&s)?)),
+            None => None,
+        };
         Ok(Self {
             embed,
             norm: flat(model.norm_weight())?,
@@ -181,9 +191,18 @@ impl FrozenBase {
             layers,
             cos: flat(&cos)?,
             sin: flat(&sin)?,
+            local_rope,
             cfg,
             precision,
         })
+    }
+
+    /// Layer `li`'s RoPE tables: the local ones on a sliding-window layer that has them.
+    pub fn rope(&self, li: usize) -> (&[f32], &[f32]) {
+        match (&self.local_rope, self.cfg.layer_window(li)) {
+            (Some((c, s)), Some(_)) => (c, s),
+            _ => (&self.cos, &self.sin),
+        }
     }
 
     /// The output head as a frozen matrix, borrowed.
