@@ -134,10 +134,10 @@ fn gemma3_shared_prefix_and_packing_stay_exact_across_the_window() {
 fn check_against_autograd(m: &LlamaModel, tag: &str) {
     let dir = common::temp_dir(tag);
     let targets = [LoraTarget::Q, LoraTarget::K, LoraTarget::V, LoraTarget::O];
-    let adapter = random_adapter(&m, &targets, &dir);
+    let adapter = random_adapter(m, &targets, &dir);
     // the reference: candle autograd over the same adapter
     let tr = LoraTrainer::new(
-        &m,
+        m,
         LoraConfig {
             r: 4,
             alpha: 8.0,
@@ -164,7 +164,7 @@ fn check_against_autograd(m: &LlamaModel, tag: &str) {
     };
     let want_loss = tr.loss(&toks, 41).unwrap();
     let grads = want_loss.backward().unwrap();
-    let mut e = engine(&m, &targets, None);
+    let mut e = engine(m, &targets, None);
     e.load_adapter(&adapter).unwrap();
     let got = e.loss_and_grad(std::slice::from_ref(&ex)).unwrap();
     let want = want_loss.to_scalar::<f32>().unwrap() as f64;
@@ -255,7 +255,7 @@ fn check_sharing_is_exact(b: &[Example]) {
 fn check_sharing_is_exact_on(m: &LlamaModel, b: &[Example]) {
     let run = |share: Option<usize>, rows: usize| {
         let mut e = LoraEngine::new(
-            &m,
+            m,
             EngineConfig {
                 rank: 4,
                 alpha: 8.0,
