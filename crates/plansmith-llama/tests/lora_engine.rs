@@ -493,12 +493,16 @@ fn bad_examples_and_settings_are_typed_errors_naming_what() {
     assert_eq!(e.steps_done(), 0, "a refused batch is not a step");
 }
 
-#[test]
-fn a_saved_adapter_loads_in_the_runtime_and_plans_like_the_engine_trained_it() {
-    let m = model();
+/// Four steps on [`batch`], the adapter saved in PEFT layout and merged into the runtime
+/// model: the runtime's loss on the batch equals the engine's. Returns the engine and the
+/// adapter's directory.
+fn trained_adapter_matches_the_runtime(
+    m: &LlamaModel,
+    tag: &str,
+) -> (LoraEngine, std::path::PathBuf) {
     let b = batch();
     let mut e = LoraEngine::new(
-        &m,
+        m,
         EngineConfig {
             dropout: 0.0,
             ..config(4)
@@ -508,11 +512,9 @@ fn a_saved_adapter_loads_in_the_runtime_and_plans_like_the_engine_trained_it() {
     for _ in 0..4 {
         e.step(&b).unwrap();
     }
-    let dir = common::temp_dir("save");
+    let dir = common::temp_dir(tag);
     e.save_peft(&dir, "tiny").unwrap();
     let adapter = PeftAdapter::load(&dir, m.config()).unwrap();
-    assert_eq!(adapter.config.targets.len(), 7);
-    // the merged runtime model's loss on the batch equals the engine's
     let merged = std::sync::Arc::new(m.with_adapter(&adapter).unwrap());
     let mut nll = 0f64;
     let mut n = 0;
@@ -538,6 +540,21 @@ fn a_saved_adapter_loads_in_the_runtime_and_plans_like_the_engine_trained_it() {
         "runtime {} vs engine {engine_loss}",
         nll / n as f64
     );
+    (e, dir)
+}
+
+/// The same for Gemma 3: the trained adapter runs in the runtime as the engine trained it.
+#[test]
+fn a_gemma3_adapter_loads_in_the_runtime_as_the_engine_trained_it() {
+    trained_adapter_matches_the_runtime(&gemma_model(), "save-gemma");
+}
+
+#[test]
+fn a_saved_adapter_loads_in_the_runtime_and_plans_like_the_engine_trained_it() {
+    let m = model();
+    let (e, dir) = trained_adapter_matches_the_runtime(&m, "save");
+    let adapter = PeftAdapter::load(&dir, m.config()).unwrap();
+    assert_eq!(adapter.config.targets.len(), 7);
     // Stored in f16 the file holds the same tensors in half the bytes, and each weight reads
     // back within f16's rounding of the f32 one.
     let half = common::temp_dir("save-f16");
