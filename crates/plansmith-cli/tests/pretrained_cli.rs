@@ -416,6 +416,68 @@ fn train_base_teaches_the_tool_call_format_where_the_template_has_it() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// `train --base` on the real Gemma-3-270M (`scripts/assets.sh gemma3`): a LoRA step on its
+/// block (GeGLU, post norms, sliding-window layers) writes a planner that plans.
+#[test]
+fn train_base_tunes_a_gemma3_planner() {
+    let dir = std::env::temp_dir().join(format!("plansmith-lora-gemma-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let tools = serde_json::json!([
+        {"name": "open", "description": "Open an app.", "parameters": {"type": "object",
+            "properties": {"app": {"type": "string"}}, "required": ["app"]}}
+    ]);
+    std::fs::write(dir.join("tools.json"), tools.to_string()).unwrap();
+    let lines: String = ["safari", "mail", "notes"]
+        .iter()
+        .map(|app| {
+            let t = serde_json::json!({"request": format!("open {app}"),
+                "calls": [{"name": "open", "arguments": {"app": app}}]});
+            format!("{t}\n")
+        })
+        .collect();
+    std::fs::write(dir.join("traces.jsonl"), lines).unwrap();
+    let d = |f: &str| dir.join(f).display().to_string();
+    let (tools, data, out) = (d("tools.json"), d("traces.jsonl"), d("planner"));
+    let o = plansmith(&[
+        "--threads",
+        "2",
+        "train",
+        "--base",
+        "assets/gemma3.gguf",
+        "--tools",
+        &tools,
+        "--data",
+        &data,
+        "--calibration",
+        &data,
+        "--test",
+        &data,
+        "--out",
+        &out,
+        "--quiet",
+        "--json",
+        "--steps",
+        "1",
+        "--batch-size",
+        "3",
+        "--lora-rank",
+        "2",
+        "--lora-alpha",
+        "4",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let report: serde_json::Value =
+        serde_json::from_str(text(&o.stdout).lines().last().unwrap()).unwrap();
+    assert!(
+        report["lora"]["final_loss"].as_f64().unwrap() > 0.0,
+        "{report}"
+    );
+    let o = plansmith(&["plan", "--planner", &out, "--json", "open mail"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn reply_format_tool_call_needs_a_template_that_teaches_it() {
     // SmolLM2's template renders no tools: `tool_call` is refused naming why (exit 2), an
