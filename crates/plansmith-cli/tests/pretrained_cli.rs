@@ -327,13 +327,10 @@ fn train_base_tunes_a_lora_planner_and_resumes_from_its_checkpoint() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// `train --base --reply-format tool_call` on the real Qwen2.5-Coder-0.5B (`scripts/assets.sh
-/// qwen05`): one LoRA step writes a planner that keeps the format and plans in `<tool_call>`
-/// tags; a model whose template has no tool calls, and the compact tool list (which only
-/// plansmith's own system message uses), are refused with exit 2 naming why.
-#[test]
-fn train_base_teaches_the_tool_call_format_where_the_template_has_it() {
-    let dir = std::env::temp_dir().join(format!("plansmith-lora-tc-{}", std::process::id()));
+/// A fresh directory with `tools.json` (one tool, `open(app)`) and `traces.jsonl` (three
+/// requests for it), for short `train --base` runs.
+fn one_tool_data(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("plansmith-lora-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let tools = serde_json::json!([
@@ -350,42 +347,57 @@ fn train_base_teaches_the_tool_call_format_where_the_template_has_it() {
         })
         .collect();
     std::fs::write(dir.join("traces.jsonl"), lines).unwrap();
+    dir
+}
+
+/// `train --base BASE` for one LoRA step (batch 3, r=2) on [`one_tool_data`]'s files, the
+/// planner written to `dir/planner`, with `extra` options.
+fn short_train(dir: &std::path::Path, base: &str, extra: &[&str]) -> Output {
     let d = |f: &str| dir.join(f).display().to_string();
     let (tools, data, out) = (d("tools.json"), d("traces.jsonl"), d("planner"));
+    let mut args = vec![
+        "--threads",
+        "2",
+        "train",
+        "--base",
+        base,
+        "--tools",
+        &tools,
+        "--data",
+        &data,
+        "--calibration",
+        &data,
+        "--test",
+        &data,
+        "--out",
+        &out,
+        "--quiet",
+        "--json",
+        "--steps",
+        "1",
+        "--batch-size",
+        "3",
+        "--lora-rank",
+        "2",
+        "--lora-alpha",
+        "4",
+    ];
+    args.extend(extra);
+    plansmith(&args)
+}
+
+/// `train --base --reply-format tool_call` on the real Qwen2.5-Coder-0.5B (`scripts/assets.sh
+/// qwen05`): one LoRA step writes a planner that keeps the format and plans in `<tool_call>`
+/// tags; a model whose template has no tool calls, and the compact tool list (which only
+/// plansmith's own system message uses), are refused with exit 2 naming why.
+#[test]
+fn train_base_teaches_the_tool_call_format_where_the_template_has_it() {
+    let dir = one_tool_data("tc");
+    let out = dir.join("planner").display().to_string();
     let train = |base: &str, extra: &[&str]| {
-        let mut args = vec![
-            "--threads",
-            "2",
-            "train",
-            "--base",
-            base,
-            "--tools",
-            &tools,
-            "--data",
-            &data,
-            "--calibration",
-            &data,
-            "--test",
-            &data,
-            "--out",
-            &out,
-            "--quiet",
-            "--json",
-            "--steps",
-            "1",
-            "--batch-size",
-            "3",
-            "--lora-rank",
-            "2",
-            "--lora-alpha",
-            "4",
-            "--lora-targets",
-            "q,v",
-            "--reply-format",
-            "tool_call",
-        ];
+        let mut args = vec!["--lora-targets", "q,v", "--reply-format", "tool_call"];
         args.extend(extra);
-        plansmith(&args)
+        short_train(&dir, base, &args)
     };
     let o = train("assets/qwen05.gguf", &[]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
@@ -420,52 +432,9 @@ fn train_base_teaches_the_tool_call_format_where_the_template_has_it() {
 /// block (GeGLU, post norms, sliding-window layers) writes a planner that plans.
 #[test]
 fn train_base_tunes_a_gemma3_planner() {
-    let dir = std::env::temp_dir().join(format!("plansmith-lora-gemma-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let tools = serde_json::json!([
-        {"name": "open", "description": "Open an app.", "parameters": {"type": "object",
-            "properties": {"app": {"type": "string"}}, "required": ["app"]}}
-    ]);
-    std::fs::write(dir.join("tools.json"), tools.to_string()).unwrap();
-    let lines: String = ["safari", "mail", "notes"]
-        .iter()
-        .map(|app| {
-            let t = serde_json::json!({"request": format!("open {app}"),
-                "calls": [{"name": "open", "arguments": {"app": app}}]});
-            format!("{t}\n")
-        })
-        .collect();
-    std::fs::write(dir.join("traces.jsonl"), lines).unwrap();
-    let d = |f: &str| dir.join(f).display().to_string();
-    let (tools, data, out) = (d("tools.json"), d("traces.jsonl"), d("planner"));
-    let o = plansmith(&[
-        "--threads",
-        "2",
-        "train",
-        "--base",
-        "assets/gemma3.gguf",
-        "--tools",
-        &tools,
-        "--data",
-        &data,
-        "--calibration",
-        &data,
-        "--test",
-        &data,
-        "--out",
-        &out,
-        "--quiet",
-        "--json",
-        "--steps",
-        "1",
-        "--batch-size",
-        "3",
-        "--lora-rank",
-        "2",
-        "--lora-alpha",
-        "4",
-    ]);
+    let dir = one_tool_data("gemma");
+    let out = dir.join("planner").display().to_string();
+    let o = short_train(&dir, "assets/gemma3.gguf", &[]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let report: serde_json::Value =
         serde_json::from_str(text(&o.stdout).lines().last().unwrap()).unwrap();

@@ -15,14 +15,18 @@ use plansmith_llama::{
     LoraTarget, LoraTrainer, PeftAdapter,
 };
 
-fn model() -> LlamaModel {
+fn tiny_cfg() -> LlamaConfig {
     let mut cfg = LlamaConfig::tiny(61);
     cfg.hidden_size = 48;
     cfg.num_heads = 6;
     cfg.num_kv_heads = 2;
     cfg.head_dim = 8;
     cfg.intermediate_size = 80;
-    LlamaModel::random(cfg, 11).unwrap()
+    cfg
+}
+
+fn model() -> LlamaModel {
+    LlamaModel::random(tiny_cfg(), 11).unwrap()
 }
 
 fn tokens(seed: u64, n: usize) -> Vec<u32> {
@@ -88,12 +92,7 @@ fn random_adapter(
 /// A tiny Gemma 3 block: scaled embeddings, GeGLU, q/k norms, post norms, and sliding-window
 /// layers (window 5, every 3rd layer global) with their own RoPE base.
 fn gemma_model() -> LlamaModel {
-    let mut cfg = LlamaConfig::tiny(61);
-    cfg.hidden_size = 48;
-    cfg.num_heads = 6;
-    cfg.num_kv_heads = 2;
-    cfg.head_dim = 8;
-    cfg.intermediate_size = 80;
+    let mut cfg = tiny_cfg();
     cfg.num_layers = 3;
     cfg.rope_theta = 1_000_000.0;
     cfg.gemma = plansmith_llama::Gemma {

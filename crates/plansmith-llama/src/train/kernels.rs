@@ -254,43 +254,56 @@ fn sigmoid(x: f32) -> f32 {
 /// Elements per parallel chunk of the element-wise kernels.
 const CHUNK: usize = 1 << 14;
 
-/// `a = silu(g) * u`, in parallel chunks.
-pub(crate) fn swiglu_fwd(g: &[f32], u: &[f32], a: &mut [f32]) {
-    a.par_chunks_mut(CHUNK).enumerate().for_each(|(c, a)| {
-        let at = c * CHUNK;
-        for ((o, &gv), &uv) in a.iter_mut().zip(&g[at..]).zip(&u[at..]) {
-            *o = gv * sigmoid(gv) * uv;
-        }
-    });
+/// The MLP's gate activation: SiLU (SwiGLU: Llama, Qwen) or GELU with the tanh approximation
+/// (GeGLU: Gemma's `gelu_pytorch_tanh`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Gate {
+    Silu,
+    Gelu,
 }
 
 /// `sqrt(2 / pi)`, of GELU's tanh approximation.
 const GELU_C: f32 = 0.797_884_6;
 
-/// GELU, tanh approximation (PyTorch's `gelu(approximate="tanh")`, Gemma's activation), and its
-/// derivative.
-#[inline]
-fn gelu_and_slope(x: f32) -> (f32, f32) {
-    let inner = GELU_C * (x + 0.044_715 * x * x * x);
-    let t = inner.tanh();
-    let y = 0.5 * x * (1.0 + t);
-    let slope =
-        0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * GELU_C * (1.0 + 3.0 * 0.044_715 * x * x);
-    (y, slope)
+impl Gate {
+    /// The activation and its derivative at `x`.
+    #[inline(always)]
+    fn value_and_slope(self, x: f32) -> (f32, f32) {
+        match self {
+            Gate::Silu => {
+                let s = sigmoid(x);
+                (x * s, s * (1.0 + x * (1.0 - s)))
+            }
+            Gate::Gelu => {
+                let t = (GELU_C * (x + 0.044_715 * x * x * x)).tanh();
+                let slope = 0.5 * (1.0 + t)
+                    + 0.5 * x * (1.0 - t * t) * GELU_C * (1.0 + 3.0 * 0.044_715 * x * x);
+                (0.5 * x * (1.0 + t), slope)
+            }
+        }
+    }
 }
 
-/// `a = gelu(g) * u` (GeGLU), in parallel chunks.
-pub(crate) fn geglu_fwd(g: &[f32], u: &[f32], a: &mut [f32]) {
+/// `a = act(g) * u`, in parallel chunks.
+pub(crate) fn glu_fwd(gate: Gate, g: &[f32], u: &[f32], a: &mut [f32]) {
     a.par_chunks_mut(CHUNK).enumerate().for_each(|(c, a)| {
         let at = c * CHUNK;
         for ((o, &gv), &uv) in a.iter_mut().zip(&g[at..]).zip(&u[at..]) {
-            *o = gelu_and_slope(gv).0 * uv;
+            *o = gate.value_and_slope(gv).0 * uv;
         }
     });
 }
 
-/// From `da` and the saved `g`, `u`: `dg = da u gelu'(g)` and `du = da gelu(g)`.
-pub(crate) fn geglu_bwd(g: &[f32], u: &[f32], da: &[f32], dg: &mut [f32], du: &mut [f32]) {
+/// From `da` and the saved `g`, `u`: `dg = da u act'(g)` and `du = da act(g)`, in parallel
+/// chunks.
+pub(crate) fn glu_bwd(
+    gate: Gate,
+    g: &[f32],
+    u: &[f32],
+    da: &[f32],
+    dg: &mut [f32],
+    du: &mut [f32],
+) {
     dg.par_chunks_mut(CHUNK)
         .zip(du.par_chunks_mut(CHUNK))
         .enumerate()
@@ -298,26 +311,9 @@ pub(crate) fn geglu_bwd(g: &[f32], u: &[f32], da: &[f32], dg: &mut [f32], du: &m
             let at = c * CHUNK;
             for i in 0..dg.len() {
                 let (gv, uv, d) = (g[at + i], u[at + i], da[at + i]);
-                let (y, slope) = gelu_and_slope(gv);
+                let (y, slope) = gate.value_and_slope(gv);
                 du[i] = d * y;
                 dg[i] = d * uv * slope;
-            }
-        });
-}
-
-/// From `da` and the saved `g`, `u`: `dg = da u silu'(g)` and `du = da silu(g)`, in parallel
-/// chunks.
-pub(crate) fn swiglu_bwd(g: &[f32], u: &[f32], da: &[f32], dg: &mut [f32], du: &mut [f32]) {
-    dg.par_chunks_mut(CHUNK)
-        .zip(du.par_chunks_mut(CHUNK))
-        .enumerate()
-        .for_each(|(c, (dg, du))| {
-            let at = c * CHUNK;
-            for i in 0..dg.len() {
-                let (gv, uv, d) = (g[at + i], u[at + i], da[at + i]);
-                let s = sigmoid(gv);
-                du[i] = d * gv * s;
-                dg[i] = d * uv * s * (1.0 + gv * (1.0 - s));
             }
         });
 }

@@ -7,8 +7,8 @@ use rayon::prelude::*;
 
 use super::attention::{self, Heads};
 use super::kernels::{
-    exp_shifted, geglu_bwd, geglu_fwd, max8, mm, rms_apply, rms_bwd, rms_fwd, rope, rope_back,
-    swiglu_bwd, swiglu_fwd, Par,
+    exp_shifted, glu_bwd, glu_fwd, max8, mm, rms_apply, rms_bwd, rms_fwd, rope, rope_back, Gate,
+    Par,
 };
 use super::pack::Pack;
 use super::weights::{FrozenBase, LoraParams, Slot};
@@ -502,28 +502,12 @@ fn transpose_heads(src: &[f32], dst: &mut [f32], n: usize, heads: usize, hd: usi
     }
 }
 
-/// The MLP's gated product: GeGLU where the model's gate is GELU (Gemma 3), else SwiGLU.
-fn glu_fwd(c: &crate::LlamaConfig, g: &[f32], u: &[f32], a: &mut [f32]) {
+/// The model's MLP gate: GELU for Gemma 3 (GeGLU), else SiLU (SwiGLU).
+fn gate(c: &crate::LlamaConfig) -> Gate {
     if c.gemma.gelu_gate {
-        geglu_fwd(g, u, a)
+        Gate::Gelu
     } else {
-        swiglu_fwd(g, u, a)
-    }
-}
-
-/// Backward of [`glu_fwd`].
-fn glu_bwd(
-    c: &crate::LlamaConfig,
-    g: &[f32],
-    u: &[f32],
-    da: &[f32],
-    dg: &mut [f32],
-    du: &mut [f32],
-) {
-    if c.gemma.gelu_gate {
-        geglu_bwd(g, u, da, dg, du)
-    } else {
-        swiglu_bwd(g, u, da, dg, du)
+        Gate::Silu
     }
 }
 
@@ -675,7 +659,7 @@ pub(crate) fn block_forward(
     );
     // the gated product is recomputed in the backward rather than kept
     let a = sized(&mut sc.a, n * ff);
-    glu_fwd(c, &s.g, &s.u, a);
+    glu_fwd(gate(c), &s.g, &s.u, a);
     match &l.post_ffn_norm {
         Some(w) => {
             let f = sized(&mut s.f, n * d);
@@ -709,7 +693,7 @@ pub(crate) fn block_backward(
     let mut da = std::mem::take(&mut gs.da);
     sized(&mut da, n * ff);
     let mut a = std::mem::take(&mut gs.a);
-    glu_fwd(c, &s.g, &s.u, sized(&mut a, n * ff));
+    glu_fwd(gate(c), &s.g, &s.u, sized(&mut a, n * ff));
     let mut dpost = std::mem::take(&mut gs.dpost);
     // through the MLP's post norm (Gemma 3) to the down projection's output
     let dbranch: &[f32] = match &l.post_ffn_norm {
@@ -735,7 +719,7 @@ pub(crate) fn block_backward(
     gs.a = a;
     let (mut dg, mut du) = (std::mem::take(&mut gs.dg), std::mem::take(&mut gs.du));
     glu_bwd(
-        c,
+        gate(c),
         &s.g,
         &s.u,
         &da,
