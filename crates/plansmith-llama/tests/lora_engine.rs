@@ -397,6 +397,25 @@ fn loss_falls_and_a_resumed_run_ends_bit_for_bit_where_an_uninterrupted_one_does
         bits(&resumed) == bits(&whole),
         "resumed run differs from the uninterrupted one"
     );
+    // another activation budget resumes the run, bit for bit while the batch runs in the same
+    // passes (a smaller budget may cut an unshared batch into more passes, whose rows then draw
+    // other dropout masks)
+    let mut e = LoraEngine::new(
+        &m,
+        EngineConfig {
+            keep_activations_bytes: usize::MAX,
+            ..config(8)
+        },
+    )
+    .unwrap();
+    e.resume(&ck).unwrap();
+    for _ in 3..8 {
+        e.step(&b).unwrap();
+    }
+    assert!(
+        bits(&e) == bits(&whole),
+        "another budget: resumed run differs"
+    );
 
     // the checkpoint belongs to one configuration and one base
     let mut other = LoraEngine::new(

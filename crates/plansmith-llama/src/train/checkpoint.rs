@@ -97,7 +97,15 @@ impl LoraEngine {
         }
         let config: EngineConfig =
             serde_json::from_str(get("config")?).map_err(|e| bad(path, format!("config: {e}")))?;
-        if config != self.config {
+        // The activation budget decides whether the backward recomputes a block (the same
+        // numbers) and how a batch without a shared prefix is cut into passes: a run may resume
+        // with another budget (a machine with more or less memory), bit for bit while its
+        // batches run in the same passes.
+        let same = EngineConfig {
+            keep_activations_bytes: self.config.keep_activations_bytes,
+            ..config.clone()
+        };
+        if same != self.config {
             return Err(bad(path, format!(
                 "it was written with another training configuration ({}); resume with the same options",
                 serde_json::to_string(&config).unwrap_or_default()
