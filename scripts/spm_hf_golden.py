@@ -2,7 +2,8 @@
 """Golden files for SentencePiece-style `tokenizer.json` files (BPE with byte fallback, as
 Hugging Face ships Gemma, Llama 2 and Mistral): a tiny SentencePiece BPE model trained here,
 converted to `tokenizer.json` by transformers' own converters (GemmaConverter: spaces replaced
-by `▁`, no dummy prefix; LlamaConverter, legacy: `▁` prepended too), and the ids Hugging Face
+by `▁`, no dummy prefix; LlamaConverter, legacy: `▁` prepended too; LlamaConverter, not
+legacy: a `Metaspace` pre-tokenizer prepending `▁` at the input's start only), and the ids Hugging Face
 `tokenizers` gives for a corpus of texts.
 
 Not part of CI (it needs sentencepiece, transformers, tokenizers and protobuf; no torch); the
@@ -105,6 +106,10 @@ def main():
         "llama": (Llama,
                   train(os.path.join(tmp, "llama"), -1, 0, 1, 2, True, []),
                   dict(legacy=True, add_prefix_space=True)),
+        # A non-legacy Llama tokenizer: no normalizer, `Metaspace` with prepend_scheme "first".
+        "llama_first": (Llama,
+                        train(os.path.join(tmp, "llama_first"), -1, 0, 1, 2, True, []),
+                        dict(legacy=False, add_prefix_space=True)),
     }
     golden = {"versions": {"transformers": transformers.__version__,
                            "tokenizers": tokenizers.__version__,

@@ -20,6 +20,10 @@ pub(crate) struct Spm {
     /// Put a space before text that starts the input or follows a special token
     /// (`tokenizer.ggml.add_space_prefix`; Llama 2: yes, Gemma: no).
     pub add_space_prefix: bool,
+    /// With `add_space_prefix`: only before the input's own start, and not when the input
+    /// already starts with a space (a `tokenizer.json` `Metaspace` pre-tokenizer with
+    /// `prepend_scheme: "first"`, as non-legacy Llama tokenizers are converted).
+    pub prefix_first_only: bool,
 }
 
 /// A candidate merge of the symbols `left` and `right`, of `size` bytes.
@@ -72,6 +76,7 @@ impl Spm {
             scores,
             byte_ids,
             add_space_prefix,
+            prefix_first_only: false,
         }
     }
 
@@ -84,16 +89,23 @@ impl Spm {
     }
 
     /// Tokenize one fragment of plain text (no special tokens in it) onto `out`.
-    /// `after_special`: the fragment starts the input or follows a special token.
+    /// `after_special`: the fragment starts the input or follows a special token;
+    /// `at_start`: it starts the input.
     pub(crate) fn encode(
         &self,
         vocab: &HashMap<String, u32>,
         fragment: &str,
         after_special: bool,
+        at_start: bool,
         out: &mut Vec<u32>,
     ) {
         let mut text = String::with_capacity(fragment.len() + 3);
-        if self.add_space_prefix && after_special {
+        let prefix = if self.prefix_first_only {
+            at_start && !fragment.starts_with([' ', SPACE_MARK])
+        } else {
+            after_special
+        };
+        if self.add_space_prefix && prefix {
             text.push(SPACE_MARK);
         }
         for c in fragment.chars() {
@@ -212,7 +224,7 @@ mod tests {
         let (tokens, map, mut spm) = vocab(entries);
         spm.add_space_prefix = prefix;
         let mut out = Vec::new();
-        spm.encode(&map, text, true, &mut out);
+        spm.encode(&map, text, true, true, &mut out);
         out.iter().map(|&i| tokens[i as usize].clone()).collect()
     }
 

@@ -632,10 +632,10 @@ impl Tokenizer {
         }
         if let Some(spm) = &self.spm {
             let mut after_special = true;
-            for f in frags {
+            for (i, f) in frags.into_iter().enumerate() {
                 match f {
                     Err(id) => out.push(id),
-                    Ok(s) => spm.encode(&self.sym_to_id, s, after_special, &mut out),
+                    Ok(s) => spm.encode(&self.sym_to_id, s, after_special, i == 0, &mut out),
                 }
                 after_special = f.is_err();
             }
@@ -808,6 +808,25 @@ fn spm_normalizer(n: &serde_json::Value) -> std::result::Result<bool, String> {
         [p, r] if is_prepend(p) && is_replace(r) => Ok(true),
         _ => Err(format!(
             "{n} (with byte_fallback: Replace(\" \", \"▁\"), optionally after Prepend(\"▁\"))"
+        )),
+    }
+}
+
+/// `(prepend ▁, only at the input's start)` of a `Metaspace` pre-tokenizer that replaces
+/// spaces by `▁` without splitting on them (`split: false`), by its `prepend_scheme`.
+fn metaspace_prefix(m: &serde_json::Value) -> std::result::Result<(bool, bool), String> {
+    use serde_json::Value;
+    if m.get("replacement").and_then(Value::as_str) != Some(&SPACE_MARK.to_string()) {
+        return Err(format!("Metaspace with replacement {}", m["replacement"]));
+    }
+    if m.get("split").and_then(Value::as_bool) != Some(false) {
+        return Err("Metaspace that splits on spaces (only split: false)".into());
+    }
+    match m.get("prepend_scheme").and_then(Value::as_str) {
+        Some("first") => Ok((true, true)),
+        Some("never") => Ok((false, false)),
+        other => Err(format!(
+            "Metaspace with prepend_scheme {other:?} (first or never)"
         )),
     }
 }
@@ -1002,12 +1021,26 @@ impl Tokenizer {
         }
         // SentencePiece-style (byte fallback): spaces become `▁` (and Llama 2 prepends one);
         // byte-level BPE: no normalization beyond NFC.
-        let mut space_prefix = false;
+        let (mut space_prefix, mut first_only) = (false, false);
         let pre = if sentencepiece {
-            space_prefix = spm_normalizer(v.get("normalizer").unwrap_or(&Value::Null))
-                .map_err(|m| unsupported(format!("normalizer: {m}")))?;
+            let normalizer = v.get("normalizer").unwrap_or(&Value::Null);
+            let metaspace = v
+                .get("pre_tokenizer")
+                .filter(|p| p.get("type").and_then(Value::as_str) == Some("Metaspace"));
+            match metaspace {
+                // Non-legacy Llama: no normalizer, `Metaspace` writes the spaces as `▁`.
+                Some(m) if normalizer.is_null() => {
+                    (space_prefix, first_only) = metaspace_prefix(m)
+                        .map_err(|e| unsupported(format!("pre_tokenizer: {e}")))?;
+                }
+                _ => {
+                    space_prefix = spm_normalizer(normalizer)
+                        .map_err(|m| unsupported(format!("normalizer: {m}")))?;
+                }
+            }
             match v.get("pre_tokenizer") {
                 None | Some(Value::Null) => {}
+                Some(_) if metaspace.is_some() && normalizer.is_null() => {}
                 // Splitting on spaces after they all became `▁` splits nothing.
                 Some(p) if is_space_split(p) => {}
                 Some(p) => {
@@ -1120,7 +1153,11 @@ impl Tokenizer {
                 }
             }
             let scores = spm_scores(&tokens, &merges).map_err(bad)?;
-            Self::sentencepiece(tokens, kinds, scores, space_prefix)?
+            let mut t = Self::sentencepiece(tokens, kinds, scores, space_prefix)?;
+            if let Some(spm) = &mut t.spm {
+                spm.prefix_first_only = first_only;
+            }
+            t
         } else {
             Self::from_pairs(tokens, kinds, &merges, pre)?
         };
