@@ -993,6 +993,13 @@ impl Tokenizer {
     ///
     /// The `NFC` normalizer is accepted and not applied (llama.cpp does the same); any other
     /// normalizer, BPE option or pre-tokenizer is a typed `Unsupported` error.
+    ///
+    /// With `byte_fallback: true` the file is SentencePiece-style BPE (Gemma, Llama 2, Mistral):
+    /// spaces become `▁` (`Replace`, after `Prepend("▁")` for legacy Llama, or a `Metaspace`
+    /// pre-tokenizer with `prepend_scheme` `first` / `never`), characters the vocabulary lacks
+    /// fall back to `<0xXX>` tokens, and merges run in the SentencePiece tokenizer, each piece
+    /// scored by the rank of the first merge that makes it (the converters rank merges by the
+    /// pieces' SentencePiece scores).
     pub fn from_hf_json(v: &serde_json::Value) -> Result<Self> {
         use serde_json::Value;
         let unsupported = |m: String| LlamaError::Unsupported(format!("tokenizer.json: {m}"));
