@@ -411,6 +411,23 @@ fn train_base_teaches_the_tool_call_format_where_the_template_has_it() {
         line["text"].as_str().unwrap().starts_with("<tool_call>"),
         "{line}"
     );
+    // the bare adapter says how it was trained: `plan --lora` prompts it the same way
+    let adapter = dir.join("planner/adapter").display().to_string();
+    let o = plansmith(&[
+        "plan",
+        "--gguf",
+        "assets/qwen05.gguf",
+        "--lora",
+        &adapter,
+        "--json",
+        "open mail",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let line: serde_json::Value = serde_json::from_str(text(&o.stdout).trim()).unwrap();
+    assert!(
+        line["text"].as_str().unwrap().starts_with("<tool_call>"),
+        "{line}"
+    );
     let o = train("assets/smollm2.gguf", &[]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
     assert!(

@@ -79,6 +79,48 @@ fn default_activation_memory() -> usize {
     EngineConfig::default().keep_activations_bytes
 }
 
+/// How an adapter was prompted in training, kept beside its PEFT files
+/// (`plansmith.json`; PEFT ignores it) so that `plan --gguf BASE --lora DIR` prompts it the same
+/// way without being told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdapterPrompt {
+    pub reply_format: Syntax,
+    pub tool_list: plansmith_llama::ToolList,
+}
+
+impl AdapterPrompt {
+    pub const FILE: &'static str = "plansmith.json";
+
+    fn save(&self, adapter: &Path) -> Result<(), PlannerError> {
+        let path = adapter.join(Self::FILE);
+        let text =
+            serde_json::to_string_pretty(self).map_err(|e| PlannerError::Data(e.to_string()))?;
+        plansmith_core::trace::write_atomic(&path, text.as_bytes()).map_err(|e| PlannerError::Dir {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })
+    }
+
+    /// The record in adapter directory `adapter`, if it has one (an adapter from elsewhere,
+    /// PEFT's own, has none).
+    pub fn load(adapter: &Path) -> Result<Option<Self>, PlannerError> {
+        let path = adapter.join(Self::FILE);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => serde_json::from_str(&text)
+                .map(Some)
+                .map_err(|e| PlannerError::Dir {
+                    path: path.display().to_string(),
+                    message: format!("not an adapter prompt record: {e}"),
+                }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(PlannerError::Dir {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            }),
+        }
+    }
+}
+
 /// How the run went.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LoraReport {
@@ -443,6 +485,11 @@ pub fn train_lora(
     };
     engine.save_peft_as(&staging, &base_name, dtype)?;
     drop(engine);
+    AdapterPrompt {
+        reply_format: spec.reply_format,
+        tool_list: spec.tool_list,
+    }
+    .save(&staging)?;
     let settings = PlannerSettings {
         tool_list: spec.tool_list,
         syntax: spec.reply_format,

@@ -77,7 +77,8 @@ pub struct ModelArgs {
     /// array of calls; every model), `tool_call` (the model's own chat template renders the
     /// tools and the model answers in its own `<tool_call>` tags; Qwen2.5 / Qwen3), or `auto`
     /// (tool_call where the template teaches it, else json: the better of the two as measured
-    /// in docs/results/model-families.md; json with --lora, the format `train --base` teaches).
+    /// in docs/results/model-families.md; with --lora, the format the adapter was trained in,
+    /// which `train --base` records beside it, or json).
     /// Decoded under the catalog's grammar either way.
     #[arg(long, requires = "gguf", value_enum, default_value_t = ReplyFormat::Auto, value_name = "FORMAT")]
     pub reply_format: ReplyFormat,
@@ -192,12 +193,19 @@ pub fn load_model(args: &ModelArgs) -> anyhow::Result<Planner> {
                 .clone();
             let mut settings = plansmith_planner::PlannerSettings::chat();
             settings.tool_list = args.tool_list.into();
+            // An adapter `train --base` wrote says how it was prompted.
+            let trained = match &args.lora {
+                Some(dir) => plansmith_planner::lora_train::AdapterPrompt::load(dir)?,
+                None => None,
+            };
             if args.copy == CopyValues::FreeStrings {
                 settings.policy = plansmith_core::Policy::copy_free_strings();
             }
             let syntax = match args.reply_format {
-                // An adapter from `train --base` learnt the JSON array, whatever the template.
-                ReplyFormat::Auto if args.lora.is_some() => Some(plansmith_core::Syntax::JsonArray),
+                // An adapter learnt the format it records, else (PEFT's own) the JSON array.
+                ReplyFormat::Auto if args.lora.is_some() => {
+                    Some(trained.map_or(plansmith_core::Syntax::JsonArray, |t| t.reply_format))
+                }
                 ReplyFormat::Auto => None,
                 ReplyFormat::Json => Some(plansmith_core::Syntax::JsonArray),
                 ReplyFormat::ToolCall => Some(plansmith_core::Syntax::ToolCall),

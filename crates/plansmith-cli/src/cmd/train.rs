@@ -174,8 +174,8 @@ pub struct TrainArgs {
     /// The reply format the adapter learns: `json` (plansmith's system message lists the
     /// tools; the model answers a JSON array of calls; every model) or `tool_call` (the model's
     /// own chat template renders the tools and it answers in its `<tool_call>` tags, the
-    /// format Qwen2.5 / Qwen3 were trained to call tools in). The planner keeps it; a bare
-    /// adapter used with `plan --lora` needs the same `--reply-format`.
+    /// format Qwen2.5 / Qwen3 were trained to call tools in). The planner keeps it, and so does
+    /// the adapter directory (`plansmith.json`), which `plan --gguf BASE --lora DIR` reads.
     #[arg(long, value_enum, default_value_t = TrainReplyFormat::Json, requires = "base",
           value_name = "FORMAT")]
     reply_format: TrainReplyFormat,
