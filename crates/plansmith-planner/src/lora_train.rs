@@ -547,6 +547,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_adapter_prompt_record_round_trips_and_a_bad_one_is_named() {
+        let dir =
+            std::env::temp_dir().join(format!("plansmith-adapter-prompt-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        assert_eq!(
+            AdapterPrompt::load(&dir).unwrap(),
+            None,
+            "no record: an adapter from elsewhere"
+        );
+        let record = AdapterPrompt {
+            reply_format: Syntax::ToolCall,
+            tool_list: plansmith_llama::ToolList::Json,
+        };
+        record.save(&dir).unwrap();
+        assert_eq!(AdapterPrompt::load(&dir).unwrap(), Some(record));
+        std::fs::write(dir.join(AdapterPrompt::FILE), "{\"reply_format\": 3}").unwrap();
+        let err = AdapterPrompt::load(&dir).unwrap_err().to_string();
+        assert!(err.contains(AdapterPrompt::FILE), "{err}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
     fn batches_keep_a_catalog_together_and_cover_every_example_once() {
         // Three catalogs of 70, 33 and 5 examples, batches of 32.
         let keys: Vec<u64> = (0..108)
