@@ -259,6 +259,8 @@ pub(crate) fn forward(pack: &Pack, g: &Heads, q: &[f32], k: &[f32], v: &[f32], y
         let mut kv = HeadKv::new(pack, g, kh, vh, false);
         let mut p = Vec::new();
         for s in &pack.segments {
+            // a key's column is its position: the parent holds positions 0..len, then ours
+            debug_assert_eq!(s.pos0, s.parent.map_or(0, |(_, len)| len));
             for i0 in (0..s.len).step_by(BLOCK) {
                 let rows = BLOCK.min(s.len - i0);
                 let ranges = key_ranges(s, i0 + rows);
