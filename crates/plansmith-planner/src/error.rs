@@ -28,6 +28,8 @@ pub enum PlannerError {
     Teacher(#[from] TeacherError),
     #[error("planner directory {path}: {message}")]
     Dir { path: String, message: String },
+    #[error("adapter directory {path}: {message}")]
+    Adapter { path: String, message: String },
     #[error("cascade file {path}: {message}")]
     Cascade { path: String, message: String },
     #[error("model {path}: {message}")]

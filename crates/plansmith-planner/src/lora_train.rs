@@ -95,9 +95,11 @@ impl AdapterPrompt {
         let path = adapter.join(Self::FILE);
         let text =
             serde_json::to_string_pretty(self).map_err(|e| PlannerError::Data(e.to_string()))?;
-        plansmith_core::trace::write_atomic(&path, text.as_bytes()).map_err(|e| PlannerError::Dir {
-            path: path.display().to_string(),
-            message: e.to_string(),
+        plansmith_core::trace::write_atomic(&path, text.as_bytes()).map_err(|e| {
+            PlannerError::Adapter {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            }
         })
     }
 
@@ -108,12 +110,12 @@ impl AdapterPrompt {
         match std::fs::read_to_string(&path) {
             Ok(text) => serde_json::from_str(&text)
                 .map(Some)
-                .map_err(|e| PlannerError::Dir {
+                .map_err(|e| PlannerError::Adapter {
                     path: path.display().to_string(),
                     message: format!("not an adapter prompt record: {e}"),
                 }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(PlannerError::Dir {
+            Err(e) => Err(PlannerError::Adapter {
                 path: path.display().to_string(),
                 message: e.to_string(),
             }),
@@ -565,6 +567,7 @@ mod tests {
         std::fs::write(dir.join(AdapterPrompt::FILE), "{\"reply_format\": 3}").unwrap();
         let err = AdapterPrompt::load(&dir).unwrap_err().to_string();
         assert!(err.contains(AdapterPrompt::FILE), "{err}");
+        assert!(err.starts_with("adapter directory "), "{err}");
         std::fs::remove_dir_all(&dir).ok();
     }
 
