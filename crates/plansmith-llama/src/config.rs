@@ -47,18 +47,6 @@ impl Gemma {
     pub fn is_off(&self) -> bool {
         *self == Self::default()
     }
-
-    /// `Err` naming `what` for code that handles only the Llama block (LoRA training, export
-    /// to a Hugging Face directory), so a Gemma model is refused instead of computed wrong.
-    pub fn refuse(&self, what: &str) -> crate::Result<()> {
-        if self.is_off() {
-            Ok(())
-        } else {
-            Err(crate::LlamaError::Unsupported(format!(
-                "{what} covers the llama, qwen2 and qwen3 families, not gemma3"
-            )))
-        }
-    }
 }
 
 impl LlamaConfig {

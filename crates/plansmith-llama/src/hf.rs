@@ -629,11 +629,31 @@ pub fn load_hf_model(dir: &Path) -> Result<(LlamaModel, HfConfig)> {
 
 /// The HF architecture a model's blocks correspond to.
 fn arch_of(model: &LlamaModel) -> Result<HfArch> {
-    model
-        .config()
-        .gemma
-        .refuse("export to a Hugging Face directory")?;
     let b = model.blocks();
+    let g = &model.config().gemma;
+    if !g.is_off() {
+        // Gemma 3 as `Gemma3ForCausalLM` holds it: every variation at once, on every block.
+        let whole = g.scale_embeddings
+            && g.gelu_gate
+            && g.sliding_window.is_some()
+            && g.rope_theta_local.is_some()
+            && b.iter().all(|x| {
+                x.q_norm.is_some()
+                    && x.k_norm.is_some()
+                    && x.post_attn_norm.is_some()
+                    && x.post_ffn_norm.is_some()
+                    && x.bq.is_none()
+                    && x.bk.is_none()
+                    && x.bv.is_none()
+            });
+        return if whole {
+            Ok(HfArch::Gemma3)
+        } else {
+            Err(LlamaError::Unsupported(format!(
+                "exporting a model with only some of Gemma 3's block variations ({g:?})"
+            )))
+        };
+    }
     let all = |f: &dyn Fn(&Block) -> bool| b.iter().all(f);
     let none = |f: &dyn Fn(&Block) -> bool| b.iter().all(|x| !f(x));
     let bias = |x: &Block| x.bq.is_some() && x.bk.is_some() && x.bv.is_some();
@@ -661,6 +681,9 @@ pub(crate) fn hf_export_tensors(
 ) -> Result<(Value, BTreeMap<String, Tensor>)> {
     let cfg = model.config();
     let arch = arch_of(model)?;
+    let gemma = arch == HfArch::Gemma3;
+    // Gemma's RMSNorms scale by `1 + w` and store `w`; the runtime holds `1 + w`.
+    let norm = |w: &Tensor| -> Result<Tensor> { Ok(if gemma { (w - 1.0)? } else { w.clone() }) };
     let (nh, nkv, hd) = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim);
     let mut t = BTreeMap::new();
     t.insert(
@@ -669,7 +692,7 @@ pub(crate) fn hf_export_tensors(
     );
     for (i, b) in model.blocks().iter().enumerate() {
         let p = |s: &str| format!("model.layers.{i}.{s}");
-        t.insert(p("input_layernorm.weight"), b.attn_norm.clone());
+        t.insert(p("input_layernorm.weight"), norm(&b.attn_norm)?);
         t.insert(
             p("self_attn.q_proj.weight"),
             gguf_to_hf_rows(&dense_weight(&b.wq)?, nh, hd)?,
@@ -680,7 +703,17 @@ pub(crate) fn hf_export_tensors(
         );
         t.insert(p("self_attn.v_proj.weight"), dense_weight(&b.wv)?);
         t.insert(p("self_attn.o_proj.weight"), dense_weight(&b.wo)?);
-        t.insert(p("post_attention_layernorm.weight"), b.ffn_norm.clone());
+        if let (true, Some(post_attn), Some(post_ffn)) =
+            (gemma, &b.post_attn_norm, &b.post_ffn_norm)
+        {
+            // Gemma names the feed-forward's input norm `pre_feedforward_`; its
+            // `post_attention_layernorm` normalizes the attention's output.
+            t.insert(p("pre_feedforward_layernorm.weight"), norm(&b.ffn_norm)?);
+            t.insert(p("post_attention_layernorm.weight"), norm(post_attn)?);
+            t.insert(p("post_feedforward_layernorm.weight"), norm(post_ffn)?);
+        } else {
+            t.insert(p("post_attention_layernorm.weight"), b.ffn_norm.clone());
+        }
         t.insert(p("mlp.gate_proj.weight"), dense_weight(&b.gate)?);
         t.insert(p("mlp.up_proj.weight"), dense_weight(&b.up)?);
         t.insert(p("mlp.down_proj.weight"), dense_weight(&b.down)?);
@@ -690,18 +723,24 @@ pub(crate) fn hf_export_tensors(
             t.insert(p("self_attn.v_proj.bias"), v.clone());
         }
         if let (Some(q), Some(k)) = (&b.q_norm, &b.k_norm) {
-            t.insert(p("self_attn.q_norm.weight"), gguf_to_hf_vec(q, 1, hd)?);
-            t.insert(p("self_attn.k_norm.weight"), gguf_to_hf_vec(k, 1, hd)?);
+            t.insert(
+                p("self_attn.q_norm.weight"),
+                norm(&gguf_to_hf_vec(q, 1, hd)?)?,
+            );
+            t.insert(
+                p("self_attn.k_norm.weight"),
+                norm(&gguf_to_hf_vec(k, 1, hd)?)?,
+            );
         }
     }
-    t.insert("model.norm.weight".to_string(), model.norm_weight().clone());
+    t.insert("model.norm.weight".to_string(), norm(model.norm_weight())?);
     if !cfg.tie_embeddings {
         t.insert("lm_head.weight".to_string(), model.output_dense()?);
     }
     for v in t.values_mut() {
         *v = v.to_dtype(DType::F32)?.contiguous()?;
     }
-    let config = json!({
+    let mut config = json!({
         "architectures": [arch.name()],
         "model_type": arch.model_type(),
         "hidden_size": cfg.hidden_size,
@@ -721,6 +760,30 @@ pub(crate) fn hf_export_tensors(
         "bos_token_id": bos,
         "eos_token_id": eos,
     });
+    if gemma {
+        let g = &cfg.gemma;
+        let layer_types: Vec<&str> = (0..cfg.num_layers)
+            .map(|l| match cfg.layer_window(l) {
+                Some(_) => "sliding_attention",
+                None => "full_attention",
+            })
+            .collect();
+        let extra = json!({
+            "hidden_activation": "gelu_pytorch_tanh",
+            "sliding_window": g.sliding_window,
+            "layer_types": layer_types,
+            "sliding_window_pattern": g.sliding_window_pattern,
+            "rope_local_base_freq": g.rope_theta_local,
+            "query_pre_attn_scalar": hd,
+            "final_logit_softcapping": null,
+            "attn_logit_softcapping": null,
+            "rope_scaling": null,
+        });
+        if let (Some(c), Value::Object(e)) = (config.as_object_mut(), extra) {
+            c.remove("hidden_act");
+            c.extend(e);
+        }
+    }
     Ok((config, t))
 }
 

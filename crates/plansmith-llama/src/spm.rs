@@ -182,6 +182,89 @@ impl Spm {
     }
 }
 
+/// The parts of a Hugging Face `tokenizer.json` that say how a SentencePiece-style tokenizer
+/// treats text: `normalizer`, `pre_tokenizer`, `decoder`, and the BPE `merges` (pairs of token
+/// ids, best first). They are what `Tokenizer::from_hf_json` reads back to the same scoring.
+pub(crate) struct HfSpm {
+    pub normalizer: serde_json::Value,
+    pub pre_tokenizer: serde_json::Value,
+    pub decoder: serde_json::Value,
+    pub merges: Vec<(u32, u32)>,
+}
+
+impl Spm {
+    /// This tokenizer in `tokenizer.json` terms. A BPE model ranks pair merges where
+    /// SentencePiece scores the pieces they make, so every split of a piece into two vocabulary
+    /// entries becomes a merge, pieces ranked by score (best first; equal scores by id). What a
+    /// merge list cannot say is left out, as Hugging Face's converter leaves it out: a merge
+    /// into a control, unknown or byte token, and a piece made from a character the vocabulary
+    /// lacks. Two pieces of equal score come back ranked by id (SentencePiece's own models score
+    /// every piece differently).
+    pub(crate) fn to_hf(&self, tokens: &[String], kinds: &[crate::TokenKind]) -> HfSpm {
+        use crate::TokenKind;
+        use serde_json::json;
+        let index: HashMap<&str, u32> = tokens
+            .iter()
+            .enumerate()
+            .filter(|&(i, t)| !t.is_empty() && kinds[i] != TokenKind::Unused)
+            .map(|(i, t)| (t.as_str(), i as u32))
+            .collect();
+        let mut made: Vec<(f32, u32)> = tokens
+            .iter()
+            .enumerate()
+            .filter(|&(i, t)| {
+                matches!(kinds[i], TokenKind::Normal | TokenKind::UserDefined)
+                    && self.scores[i] != f32::NEG_INFINITY
+                    && byte_token(t).is_none()
+                    && t.chars().nth(1).is_some()
+            })
+            .map(|(i, _)| (self.scores[i], i as u32))
+            .collect();
+        made.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut merges = Vec::new();
+        for (_, id) in made {
+            let piece = tokens[id as usize].as_str();
+            for (cut, _) in piece.char_indices().skip(1) {
+                if let (Some(&l), Some(&r)) = (index.get(&piece[..cut]), index.get(&piece[cut..])) {
+                    merges.push((l, r));
+                }
+            }
+        }
+        let mark = SPACE_MARK.to_string();
+        let replace = json!({"type": "Replace", "pattern": {"String": " "}, "content": mark});
+        let (normalizer, pre_tokenizer) = match (self.add_space_prefix, self.prefix_first_only) {
+            // Non-legacy Llama: `Metaspace` writes the spaces and the first one.
+            (true, true) => (
+                serde_json::Value::Null,
+                json!({"type": "Metaspace", "replacement": mark, "prepend_scheme": "first",
+                       "split": false}),
+            ),
+            // Llama 2: a `▁` before the text, then every space as `▁`.
+            (true, false) => (
+                json!({"type": "Sequence", "normalizers": [
+                    {"type": "Prepend", "prepend": mark}, replace]}),
+                serde_json::Value::Null,
+            ),
+            // Gemma: every space as `▁`, nothing prepended.
+            (false, _) => (replace, serde_json::Value::Null),
+        };
+        let mut decoders = vec![
+            json!({"type": "Replace", "pattern": {"String": mark}, "content": " "}),
+            json!({"type": "ByteFallback"}),
+            json!({"type": "Fuse"}),
+        ];
+        if self.add_space_prefix {
+            decoders.push(json!({"type": "Strip", "content": " ", "start": 1, "stop": 0}));
+        }
+        HfSpm {
+            normalizer,
+            pre_tokenizer,
+            decoder: json!({"type": "Sequence", "decoders": decoders}),
+            merges,
+        }
+    }
+}
+
 /// The byte of a `<0xXX>` vocabulary entry.
 fn byte_token(text: &str) -> Option<u8> {
     let hex = text.strip_prefix("<0x")?.strip_suffix('>')?;

@@ -1210,16 +1210,11 @@ impl Tokenizer {
         self.pre
     }
 
-    /// This tokenizer as a Hugging Face `tokenizer.json` document (byte-level BPE), which
+    /// This tokenizer as a Hugging Face `tokenizer.json` document (byte-level BPE, or BPE with byte fallback for a SentencePiece-style one), which
     /// [`Tokenizer::from_hf_json`] reads back to the same ids. Errors when two ids share a
     /// vocabulary string (a JSON object cannot hold both).
     pub fn to_hf_json(&self) -> Result<serde_json::Value> {
         use serde_json::{json, Map, Value};
-        if self.spm.is_some() {
-            return Err(LlamaError::Unsupported(
-                "writing a SentencePiece tokenizer as tokenizer.json".into(),
-            ));
-        }
         let mut vocab = Map::with_capacity(self.tokens.len());
         let mut added = Vec::new();
         for (i, (t, k)) in self.tokens.iter().zip(&self.kinds).enumerate() {
@@ -1239,6 +1234,9 @@ impl Tokenizer {
                 );
             }
         }
+        if let Some(spm) = &self.spm {
+            return Ok(self.spm_hf_json(spm, vocab, added));
+        }
         let mut ranked: Vec<(u32, u32, u32)> = self
             .merges
             .iter()
@@ -1249,7 +1247,63 @@ impl Tokenizer {
             .into_iter()
             .map(|(_, l, r)| json!([self.sym_strings[l as usize], self.sym_strings[r as usize]]))
             .collect();
-        let post = match (self.add_bos, self.bos) {
+        Ok(json!({
+            "version": "1.0",
+            "truncation": null,
+            "padding": null,
+            "added_tokens": added,
+            "normalizer": null,
+            "pre_tokenizer": pre_to_hf(self.pre),
+            "post_processor": self.hf_post_processor(),
+            "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
+            "model": {"type": "BPE", "dropout": null, "unk_token": null,
+                "continuing_subword_prefix": null, "end_of_word_suffix": null, "fuse_unk": false,
+                "byte_fallback": false, "ignore_merges": self.ignore_merges,
+                "vocab": vocab, "merges": merges}
+        }))
+    }
+
+    /// The `tokenizer.json` of a SentencePiece-style tokenizer: BPE with byte fallback, its
+    /// merges from the piece scores ([`Spm::to_hf`]).
+    fn spm_hf_json(
+        &self,
+        spm: &Spm,
+        vocab: serde_json::Map<String, serde_json::Value>,
+        added: Vec<serde_json::Value>,
+    ) -> serde_json::Value {
+        use serde_json::json;
+        let hf = spm.to_hf(&self.tokens, &self.kinds);
+        let merges: Vec<serde_json::Value> = hf
+            .merges
+            .iter()
+            .map(|&(l, r)| json!([self.tokens[l as usize], self.tokens[r as usize]]))
+            .collect();
+        let unk = self
+            .kinds
+            .iter()
+            .position(|&k| k == TokenKind::Unknown)
+            .map(|i| self.tokens[i].clone());
+        json!({
+            "version": "1.0",
+            "truncation": null,
+            "padding": null,
+            "added_tokens": added,
+            "normalizer": hf.normalizer,
+            "pre_tokenizer": hf.pre_tokenizer,
+            "post_processor": self.hf_post_processor(),
+            "decoder": hf.decoder,
+            "model": {"type": "BPE", "dropout": null, "unk_token": unk,
+                "continuing_subword_prefix": null, "end_of_word_suffix": null, "fuse_unk": true,
+                "byte_fallback": true, "ignore_merges": false,
+                "vocab": vocab, "merges": merges}
+        })
+    }
+
+    /// BOS before every text where this tokenizer adds one (`TemplateProcessing`); otherwise
+    /// nothing added.
+    fn hf_post_processor(&self) -> serde_json::Value {
+        use serde_json::json;
+        match (self.add_bos, self.bos) {
             (true, Some(b)) => {
                 let bt = &self.tokens[b as usize];
                 json!({"type": "TemplateProcessing",
@@ -1258,24 +1312,12 @@ impl Tokenizer {
                              {"SpecialToken": {"id": bt, "type_id": 1}}, {"Sequence": {"id": "B", "type_id": 1}}],
                     "special_tokens": {bt.clone(): {"id": bt, "ids": [b], "tokens": [bt]}}})
             }
+            // Byte-level BPE keeps its offsets processor; SentencePiece has none.
+            _ if self.spm.is_some() => serde_json::Value::Null,
             _ => {
                 json!({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false})
             }
-        };
-        Ok(json!({
-            "version": "1.0",
-            "truncation": null,
-            "padding": null,
-            "added_tokens": added,
-            "normalizer": null,
-            "pre_tokenizer": pre_to_hf(self.pre),
-            "post_processor": post,
-            "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
-            "model": {"type": "BPE", "dropout": null, "unk_token": null,
-                "continuing_subword_prefix": null, "end_of_word_suffix": null, "fuse_unk": false,
-                "byte_fallback": false, "ignore_merges": self.ignore_merges,
-                "vocab": vocab, "merges": merges}
-        }))
+        }
     }
 }
 

@@ -40,43 +40,112 @@ fn spm_hf_tokenizer_json_matches_hugging_face_ids() {
     let golden: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("golden.json")).unwrap()).unwrap();
     for (name, rows) in golden["cases"].as_object().unwrap() {
-        let t =
+        let read =
             plansmith_llama::Tokenizer::from_hf_file(&dir.join(format!("{name}.tokenizer.json")))
                 .unwrap();
-        let mut byte_fallback = 0;
-        for row in rows.as_array().unwrap() {
-            let text = row["text"].as_str().unwrap();
-            let want: Vec<u32> = row["ids"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|x| x.as_u64().unwrap() as u32)
-                .collect();
-            let got = t.encode(text, false, true);
-            assert_eq!(got, want, "{name}: ids of {text:?}");
-            byte_fallback += got
-                .iter()
-                .filter(|&&id| t.token_str(id).is_some_and(|s| s.starts_with("<0x")))
-                .count();
-            // Llama's prepended `▁` decodes to a leading space, as its HF decoder strips (the
-            // non-legacy one prepends it only where the text does not start with a space).
-            let back = t.decode(&got, false).unwrap();
-            let prepended = match name.as_str() {
-                "llama" => !text.is_empty(),
-                "llama_first" => !text.is_empty() && !text.starts_with(' '),
-                _ => false,
-            };
-            let back = if prepended {
-                back.strip_prefix(' ').unwrap_or(&back).to_string()
-            } else {
-                back
-            };
-            assert_eq!(back, text, "{name}: decoding {want:?}");
+        // Written back as tokenizer.json (an exported model's), it reads to the same ids.
+        let written =
+            plansmith_llama::Tokenizer::from_hf_json(&read.to_hf_json().unwrap()).unwrap();
+        for (t, how) in [(&read, "read"), (&written, "written back")] {
+            let mut byte_fallback = 0;
+            for row in rows.as_array().unwrap() {
+                let text = row["text"].as_str().unwrap();
+                let want: Vec<u32> = row["ids"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_u64().unwrap() as u32)
+                    .collect();
+                let got = t.encode(text, false, true);
+                assert_eq!(got, want, "{name} ({how}): ids of {text:?}");
+                byte_fallback += got
+                    .iter()
+                    .filter(|&&id| t.token_str(id).is_some_and(|s| s.starts_with("<0x")))
+                    .count();
+                // Llama's prepended `▁` decodes to a leading space, as its HF decoder strips (the
+                // non-legacy one prepends it only where the text does not start with a space).
+                let back = t.decode(&got, false).unwrap();
+                let prepended = match name.as_str() {
+                    "llama" => !text.is_empty(),
+                    "llama_first" => !text.is_empty() && !text.starts_with(' '),
+                    _ => false,
+                };
+                let back = if prepended {
+                    back.strip_prefix(' ').unwrap_or(&back).to_string()
+                } else {
+                    back
+                };
+                assert_eq!(back, text, "{name}: decoding {want:?}");
+            }
+            assert!(
+                byte_fallback > 10,
+                "{name}: the corpus exercises byte fallback"
+            );
         }
-        assert!(
-            byte_fallback > 10,
-            "{name}: the corpus exercises byte fallback"
-        );
+    }
+}
+
+/// A SentencePiece vocabulary scored the GGUF way (a score per piece, not a merge list) written
+/// as tokenizer.json tokenizes the same: the merges rank pieces by score, so where two pairs
+/// compete the better-scoring piece still wins.
+#[test]
+fn a_scored_sentencepiece_vocabulary_written_as_tokenizer_json_tokenizes_the_same() {
+    use plansmith_llama::{TokenKind, Tokenizer};
+    let mut tokens = vec!["<unk>".to_string(), "<s>".to_string()];
+    let mut kinds = vec![TokenKind::Unknown, TokenKind::Control];
+    let mut scores = vec![0.0f32, 0.0];
+    for b in 0..=255u8 {
+        tokens.push(format!("<0x{b:02X}>"));
+        kinds.push(TokenKind::Byte);
+        scores.push(0.0);
+    }
+    // "bc" outranks "ab", so "abc" is a + bc -> abc only if "abc" is reachable from there.
+    for (piece, score) in [
+        ("\u{2581}", -1.0),
+        ("a", -2.0),
+        ("b", -3.0),
+        ("c", -4.0),
+        ("d", -5.0),
+        ("bc", -6.0),
+        ("ab", -7.0),
+        ("\u{2581}a", -8.0),
+        ("abc", -9.0),
+        ("cd", -10.0),
+        ("\u{2581}ab", -11.0),
+        ("\u{2581}abcd", -12.0),
+        ("da", -13.0),
+    ] {
+        tokens.push(piece.to_string());
+        kinds.push(TokenKind::Normal);
+        scores.push(score);
+    }
+    for prefix in [false, true] {
+        let scored =
+            Tokenizer::sentencepiece(tokens.clone(), kinds.clone(), scores.clone(), prefix)
+                .unwrap();
+        let written = Tokenizer::from_hf_json(&scored.to_hf_json().unwrap()).unwrap();
+        for text in [
+            "abc",
+            " abcd",
+            "abcd abc bcd",
+            "xyz \u{e9}t\u{e9}",
+            "a b c d",
+            "aabbccdd",
+            "cab dab",
+            "<s>abc<s> ab",
+            "",
+        ] {
+            let want = scored.encode(text, false, true);
+            assert_eq!(
+                written.encode(text, false, true),
+                want,
+                "{text:?} (space prefix {prefix})"
+            );
+            assert_eq!(
+                written.decode(&want, false).unwrap(),
+                scored.decode(&want, false).unwrap()
+            );
+        }
     }
 }
 
