@@ -807,6 +807,14 @@ pub(crate) fn write_safetensors(dir: &Path, tensors: &BTreeMap<String, Tensor>) 
         .map(|(k, v)| (k.as_str(), v.clone()))
         .collect();
     candle_core::safetensors::save(&map, &tmp)?;
+    // The safetensors writer creates its file readable by the owner only; an exported model is
+    // meant to be read like the other files beside it.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o644))
+            .map_err(|e| io_err(&tmp, e))?;
+    }
     std::fs::File::open(&tmp)
         .and_then(|f| f.sync_all())
         .map_err(|e| io_err(&tmp, e))?;
