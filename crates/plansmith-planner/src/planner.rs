@@ -667,7 +667,23 @@ impl Planner {
             let prose_banned = out_ids.is_empty()
                 && self.settings.syntax == Syntax::ToolCall
                 && !self.starts_prose(masked_argmax(&logits, |_| true));
-            let allowed = |id: u32| mask.is_allowed(id) && !(prose_banned && self.starts_prose(id));
+            // Where a `<tool_call>` reply may end or open a call, the model ends it only when
+            // ending outweighs everything else it would write, and the step's log-probability is
+            // that of the choice (end, or go on). The opening tag's own logit says little: in
+            // Qwen2.5-Coder-0.5B the `<tool_call>` / `</tool_call>` embedding rows are untrained
+            // (the norm of the unused padding rows) and its head is tied, so a LoRA adapter cannot
+            // raise them; its tuned planner put e^-8 on the tag and ended every reply at once.
+            let end_or_go_on = (self.settings.syntax == Syntax::ToolCall
+                && mask.is_allowed(self.eos)
+                && !repeated
+                && out_ids.len() < max_new)
+                .then(|| log_prob(&logits, self.eos));
+            let go_on = end_or_go_on.is_some_and(|lp_end| lp_end < -std::f32::consts::LN_2);
+            let allowed = |id: u32| {
+                mask.is_allowed(id)
+                    && !(prose_banned && self.starts_prose(id))
+                    && !(go_on && id == self.eos)
+            };
             let tok = if out_ids.len() < max_new && !repeated {
                 match &prior {
                     Some(p) => p
@@ -690,7 +706,11 @@ impl Planner {
             if tok == self.eos {
                 break;
             }
-            let lp32 = log_prob(&logits, tok);
+            let lp32 = match end_or_go_on {
+                // ln(1 - p(end)): the mass of going on
+                Some(lp_end) if go_on => (-lp_end.exp()).ln_1p(),
+                _ => log_prob(&logits, tok),
+            };
             weakest = weakest.min(lp32);
             let lp = lp32 as f64;
             sum_all += lp;

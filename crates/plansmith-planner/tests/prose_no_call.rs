@@ -20,26 +20,38 @@ const VOCAB: usize = 258;
 struct Scripted {
     /// What the model wants to write after the prompt.
     wish: Vec<u8>,
+    /// Logits of the `<tool_call>` tag and of the end token at the start.
+    tag: f32,
+    end: f32,
 }
 
 struct State<'a> {
     wish: &'a [u8],
     pos: usize,
+    tag: f32,
+    end: f32,
+    /// The tag has been written: the wish follows it.
+    tagged: bool,
 }
 
 impl State<'_> {
     /// The model's next-token logits: the next byte of its wish (then the end) scores 10; at the
-    /// start a prose opening (`H`, as in "Here is…") 7 and the `<tool_call>` tag 5, so a model
-    /// barred from its wish would rather talk than call; everything else 0.
+    /// start a prose opening (`H`, as in "Here is…") 7, the `<tool_call>` tag and the end
+    /// their own scores (5 and 0 unless a test says; a model barred from its wish would rather
+    /// talk than call) and everything else -20; later everything else 0.
     fn logits(&self) -> Vec<f32> {
-        let mut l = vec![0f32; VOCAB];
+        // At the start it would write nothing but its wish, prose, the tag or the end (not,
+        // say, the tag spelt byte by byte).
+        let start = self.pos == 0 && !self.tagged;
+        let mut l = vec![if start { -20f32 } else { 0f32 }; VOCAB];
         match self.wish.get(self.pos) {
             Some(&b) => l[b as usize] = 10.0,
             None => l[END as usize] = 10.0,
         }
-        if self.pos == 0 {
+        if start {
             l[b'H' as usize] = l[b'H' as usize].max(7.0);
-            l[TAG as usize] = 5.0;
+            l[TAG as usize] = self.tag;
+            l[END as usize] = l[END as usize].max(self.end);
         }
         l
     }
@@ -51,6 +63,10 @@ impl DecodeState for State<'_> {
     }
 
     fn step(&mut self, id: u32) -> Result<Vec<f32>, PlannerError> {
+        if id == TAG && self.pos == 0 && !self.tagged {
+            self.tagged = true;
+            return Ok(self.logits());
+        }
         // Off its script the model keeps no opinion but the end.
         let on_script = self.wish.get(self.pos) == Some(&(id as u8)) && id < 256;
         self.pos = if on_script {
@@ -98,6 +114,9 @@ impl ModelBackend for Scripted {
         let state = State {
             wish: &self.wish,
             pos: 0,
+            tag: self.tag,
+            end: self.end,
+            tagged: false,
         };
         let logits = state.logits();
         Ok(Started::Ready {
@@ -129,6 +148,10 @@ impl ModelBackend for Scripted {
 }
 
 fn planner(wish: &str) -> Planner {
+    scripted(wish, 5.0, 0.0)
+}
+
+fn scripted(wish: &str, tag: f32, end: f32) -> Planner {
     let catalog = Catalog::from_json_str(
         r#"[{"name":"open","description":"Open an app","parameters":{"type":"object",
             "properties":{"app":{"type":"string"}},"required":["app"]}}]"#,
@@ -138,6 +161,8 @@ fn planner(wish: &str) -> Planner {
     settings.syntax = Syntax::ToolCall;
     let lm = Scripted {
         wish: wish.as_bytes().to_vec(),
+        tag,
+        end,
     };
     Planner::with_lm(Box::new(lm), catalog, settings, PlannerMeta::default()).unwrap()
 }
@@ -161,4 +186,29 @@ fn a_model_about_to_open_a_code_fence_is_steered_into_a_call() {
     let d = p.decode(&PlanRequest::new("open safari")).unwrap();
     assert!(d.text.starts_with("<tool_call>\n"), "{:?}", d.text);
     assert_eq!(d.plan.expect("a tagged call parses").calls[0].name, "open");
+}
+
+/// Where the reply may end or open a call, the model ends it only when ending outweighs all
+/// else it would write. Its tag's own logit may be meaningless: Qwen2.5-Coder-0.5B's
+/// `<tool_call>` embedding is an untrained row, and its LoRA-tuned planner, asked the tag
+/// against the end token, ended every reply at once. Here the tag scores -5 and the end 3, but
+/// the model would write its call (10): it calls, and the step counts as the probability of
+/// going on, not the tag's. A model that would end (12) still answers no call.
+#[test]
+fn the_end_of_a_reply_is_weighed_against_all_the_model_would_write_not_the_tag_alone() {
+    let call = "{\"name\":\"open\",\"arguments\":{\"app\":\"Safari\"}}";
+    let p = scripted(call, -5.0, 3.0);
+    let d = p.decode(&PlanRequest::new("open safari")).unwrap();
+    assert!(d.text.starts_with("<tool_call>\n{"), "{:?}", d.text);
+    let plan = d.plan.as_ref().expect("a tagged call parses");
+    assert_eq!(plan.calls.len(), 1, "{:?}", d.text);
+    assert_eq!(plan.calls[0].arguments["app"], "Safari", "{:?}", d.text);
+    // the tag step counts ln(1 - p(end)), about -e^-7, not the tag's ln p of about -15 (which
+    // would put the mean over the few chosen steps below -1)
+    assert!(d.conf_chosen > -0.1, "mean chosen step {}", d.conf_chosen);
+    let d = scripted(call, -5.0, 12.0)
+        .decode(&PlanRequest::new("open safari"))
+        .unwrap();
+    assert_eq!(d.text, "");
+    assert!(d.plan.expect("the empty reply parses").calls.is_empty());
 }
