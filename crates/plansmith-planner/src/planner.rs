@@ -667,13 +667,17 @@ impl Planner {
             let prose_banned = out_ids.is_empty()
                 && self.settings.syntax == Syntax::ToolCall
                 && !self.starts_prose(masked_argmax(&logits, |_| true));
-            // Where a `<tool_call>` reply may end or open a call, the model ends it only when
-            // ending outweighs everything else it would write, and the step's log-probability is
-            // that of the choice (end, or go on). The opening tag's own logit says little: in
-            // Qwen2.5-Coder-0.5B the `<tool_call>` / `</tool_call>` embedding rows are untrained
-            // (the norm of the unused padding rows) and its head is tied, so a LoRA adapter cannot
-            // raise them; its tuned planner put e^-8 on the tag and ended every reply at once.
+            // At the start of a `<tool_call>` reply (call or no call), the model answers no call
+            // only when ending outweighs everything else it would write, and the step's
+            // log-probability is that of the choice (end, or go on). The opening tag's own logit
+            // says little: in Qwen2.5-Coder-0.5B the `<tool_call>` / `</tool_call>` embedding
+            // rows are untrained (the norm of the unused padding rows) and its head is tied, so
+            // a LoRA adapter cannot raise them; its tuned planner put e^-8 on the tag and ended
+            // every reply at once. After a call the tag is weighed as before: there, what else
+            // the model would write is mostly talk about the call, not another call (weighed
+            // this way the untrained base enumerated the catalog after its first call).
             let end_or_go_on = (self.settings.syntax == Syntax::ToolCall
+                && out_ids.is_empty()
                 && mask.is_allowed(self.eos)
                 && !repeated
                 && out_ids.len() < max_new)
