@@ -676,17 +676,17 @@ impl Planner {
             // every reply at once. After a call the tag is weighed as before: there, what else
             // the model would write is mostly talk about the call, not another call (weighed
             // this way the untrained base enumerated the catalog after its first call).
-            let end_or_go_on = (self.settings.syntax == Syntax::ToolCall
+            // `Some(ln(1 - p(end)))` where the model goes on: the log-probability of this step.
+            let go_on = (self.settings.syntax == Syntax::ToolCall
                 && out_ids.is_empty()
-                && mask.is_allowed(self.eos)
-                && !repeated
-                && out_ids.len() < max_new)
-                .then(|| log_prob(&logits, self.eos));
-            let go_on = end_or_go_on.is_some_and(|lp_end| lp_end < -std::f32::consts::LN_2);
+                && mask.is_allowed(self.eos))
+            .then(|| log_prob(&logits, self.eos))
+            .filter(|&lp_end| lp_end < -std::f32::consts::LN_2)
+            .map(|lp_end| (-lp_end.exp()).ln_1p());
             let allowed = |id: u32| {
                 mask.is_allowed(id)
                     && !(prose_banned && self.starts_prose(id))
-                    && !(go_on && id == self.eos)
+                    && !(go_on.is_some() && id == self.eos)
             };
             let tok = if out_ids.len() < max_new && !repeated {
                 match &prior {
@@ -710,11 +710,7 @@ impl Planner {
             if tok == self.eos {
                 break;
             }
-            let lp32 = match end_or_go_on {
-                // ln(1 - p(end)): the mass of going on
-                Some(lp_end) if go_on => (-lp_end.exp()).ln_1p(),
-                _ => log_prob(&logits, tok),
-            };
+            let lp32 = go_on.unwrap_or_else(|| log_prob(&logits, tok));
             weakest = weakest.min(lp32);
             let lp = lp32 as f64;
             sum_all += lp;
