@@ -20,6 +20,9 @@ pub struct SubjectOutput {
     /// For a subject with a confidence gate: whether the gate let this answer through (an
     /// escalated answer means no action was taken). `None` for subjects without a gate.
     pub accepted: Option<bool>,
+    /// For a subject with a confidence gate: the confidence it weighed against its floor, so
+    /// a report can be re-read at another floor without decoding again.
+    pub confidence: Option<f64>,
 }
 
 /// The underlying error of a failed subject. The harness cannot know the concrete types (a
@@ -121,6 +124,7 @@ pub fn run_eval_with<S: Subject + ?Sized>(
         });
         let mut record = ItemRecord::new(item, out.text, out.calls, &verdict, out.latency);
         record.accepted = out.accepted;
+        record.confidence = out.confidence.filter(|c| c.is_finite());
         records.push(record);
     }
     let report = EvalReport::from_records(&records);

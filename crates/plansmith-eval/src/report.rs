@@ -372,6 +372,9 @@ pub struct ItemRecord {
     /// Whether a gated subject's gate let the answer through (absent without a gate).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accepted: Option<bool>,
+    /// A gated subject's confidence in its answer (absent without a gate, or with no answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
 }
 
 impl ItemRecord {
@@ -393,6 +396,7 @@ impl ItemRecord {
             reason: verdict.reason(),
             latency_ms: latency.as_secs_f64() * 1e3,
             accepted: None,
+            confidence: None,
         }
     }
 

@@ -191,6 +191,7 @@ impl Subject for Oracle {
             calls: Some(calls),
             latency: Duration::from_millis(2),
             accepted: None,
+            confidence: None,
         })
     }
 }
@@ -336,6 +337,7 @@ impl Subject for Gated {
             calls: Some(vec![call]),
             latency: Duration::from_millis(1),
             accepted: Some(even),
+            confidence: Some(if even { -0.5 } else { -3.0 }),
         })
     }
 }
@@ -374,6 +376,10 @@ fn a_gated_subject_reports_what_its_gate_let_through() {
     // irr_0 and irr_2 were let through, and acting on them is wrong
     assert_eq!((g.accepted, g.accepted_wrong), (2, 2));
     assert_eq!(run.records[1].accepted, Some(false));
+    // each item keeps the confidence its gate weighed, to re-read the run at another floor
+    assert_eq!(run.records[1].confidence, Some(-3.0));
+    let line = run.records[0].to_jsonl_line().unwrap();
+    assert!(line.contains("\"confidence\":-0.5"), "{line}");
     let md = run.report.to_markdown("gated", &[]);
     assert!(md.contains("accepted and wrong"), "{md}");
     assert!(

@@ -112,11 +112,14 @@ impl Subject for PlannerSubject {
         };
         // Free decoding has no gate; constrained decoding reports what the floor would do.
         let accepted = (!self.free).then(|| self.planner.gate(&decoded).is_none());
+        let confidence =
+            (!self.free).then(|| f64::from(decoded.confidence(self.planner.settings.confidence)));
         Ok(SubjectOutput {
             text: decoded.text,
             calls,
             latency: start.elapsed(),
             accepted,
+            confidence,
         })
     }
 }
@@ -166,6 +169,7 @@ impl Subject for CascadeSubject {
             calls: answered.then(|| bfcl_calls(&plan)),
             latency: start.elapsed(),
             accepted: Some(answered),
+            confidence: None,
         })
     }
 }
@@ -185,6 +189,7 @@ fn no_answer(text: String, start: Instant, accepted: Option<bool>) -> SubjectOut
         calls: None,
         latency: start.elapsed(),
         accepted,
+        confidence: None,
     }
 }
 
@@ -258,6 +263,7 @@ impl Subject for EndpointSubject {
             calls,
             latency: start.elapsed(),
             accepted: None,
+            confidence: None,
         })
     }
 }
