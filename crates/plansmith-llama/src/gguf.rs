@@ -278,6 +278,31 @@ impl GgufFile {
         self.file_size
     }
 
+    /// A hash of 16 windows of 4 KiB spread evenly over the file: it tells files apart by
+    /// what they hold, wherever they are (the same file reached through another path is the
+    /// same model; two fine-tunes of one base with the same layout are not), for 64 KiB of
+    /// reads.
+    pub fn content_sample_hash(&mut self) -> Result<u64> {
+        use std::hash::{Hash, Hasher};
+        const WINDOWS: u64 = 16;
+        const WINDOW: u64 = 4096;
+        let io = |source| LlamaError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        let mut buf = vec![0u8; WINDOW as usize];
+        let span = self.file_size.saturating_sub(WINDOW);
+        for i in 0..WINDOWS {
+            let at = span / (WINDOWS - 1) * i;
+            self.reader.seek(SeekFrom::Start(at)).map_err(io)?;
+            let len = WINDOW.min(self.file_size - at) as usize;
+            self.reader.read_exact(&mut buf[..len]).map_err(io)?;
+            buf[..len].hash(&mut h);
+        }
+        Ok(h.finish())
+    }
+
     /// All metadata.
     pub fn metadata(&self) -> &HashMap<String, Value> {
         &self.content.metadata

@@ -254,7 +254,9 @@ impl LlamaModel {
         let local_rope = local_rope_tables(&cfg, &dev)?;
         let mut h = std::collections::hash_map::DefaultHasher::new();
         serde_json::to_string(&cfg).unwrap_or_default().hash(&mut h);
-        g.path().hash(&mut h);
+        // By content, not path: a checkpoint or cached prefix of this file is found again when
+        // the file is reached through another path.
+        g.content_sample_hash()?.hash(&mut h);
         g.file_size().hash(&mut h);
         let mut names: Vec<&str> = g.tensor_names().collect();
         names.sort_unstable();

@@ -234,3 +234,27 @@ fn hostile_headers_are_refused_before_any_allocation_or_kernel() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A model's fingerprint (what checkpoints and cached prefixes are matched against) follows the
+/// file's contents, not the path it was opened by.
+#[test]
+fn the_fingerprint_follows_the_contents_not_the_path() {
+    let dir = common::temp_dir("fingerprint");
+    let a = dir.join("a.gguf");
+    write_tiny(&a, false);
+    std::fs::create_dir_all(dir.join("elsewhere")).unwrap();
+    let copy = dir.join("elsewhere/renamed.gguf");
+    std::fs::copy(&a, &copy).unwrap();
+    let other = dir.join("other.gguf");
+    write_tiny(&other, false); // the same layout, other random weights
+    let fingerprint = |p: &std::path::Path| {
+        let mut g = GgufFile::open(p).unwrap();
+        LlamaModel::from_gguf(&mut g).unwrap().fingerprint()
+    };
+    assert_eq!(fingerprint(&a), fingerprint(&copy));
+    assert_eq!(
+        fingerprint(&a),
+        fingerprint(&dir.join("elsewhere/../a.gguf"))
+    );
+    assert_ne!(fingerprint(&a), fingerprint(&other));
+}
