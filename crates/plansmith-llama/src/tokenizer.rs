@@ -1247,19 +1247,16 @@ impl Tokenizer {
             .into_iter()
             .map(|(_, l, r)| json!([self.sym_strings[l as usize], self.sym_strings[r as usize]]))
             .collect();
-        Ok(json!({
-            "version": "1.0",
-            "truncation": null,
-            "padding": null,
-            "added_tokens": added,
-            "normalizer": null,
-            "pre_tokenizer": pre_to_hf(self.pre),
-            "post_processor": self.hf_post_processor(),
-            "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
-            "model": {"type": "BPE", "dropout": null, "unk_token": null,
+        Ok(hf_document(HfParts {
+            added,
+            normalizer: Value::Null,
+            pre_tokenizer: pre_to_hf(self.pre),
+            post_processor: self.hf_post_processor(),
+            decoder: json!({"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true}),
+            model: json!({"type": "BPE", "dropout": null, "unk_token": null,
                 "continuing_subword_prefix": null, "end_of_word_suffix": null, "fuse_unk": false,
                 "byte_fallback": false, "ignore_merges": self.ignore_merges,
-                "vocab": vocab, "merges": merges}
+                "vocab": vocab, "merges": merges}),
         }))
     }
 
@@ -1283,19 +1280,16 @@ impl Tokenizer {
             .iter()
             .position(|&k| k == TokenKind::Unknown)
             .map(|i| self.tokens[i].clone());
-        json!({
-            "version": "1.0",
-            "truncation": null,
-            "padding": null,
-            "added_tokens": added,
-            "normalizer": hf.normalizer,
-            "pre_tokenizer": hf.pre_tokenizer,
-            "post_processor": self.hf_post_processor(),
-            "decoder": hf.decoder,
-            "model": {"type": "BPE", "dropout": null, "unk_token": unk,
+        hf_document(HfParts {
+            added,
+            normalizer: hf.normalizer,
+            pre_tokenizer: hf.pre_tokenizer,
+            post_processor: self.hf_post_processor(),
+            decoder: hf.decoder,
+            model: json!({"type": "BPE", "dropout": null, "unk_token": unk,
                 "continuing_subword_prefix": null, "end_of_word_suffix": null, "fuse_unk": true,
                 "byte_fallback": true, "ignore_merges": false,
-                "vocab": vocab, "merges": merges}
+                "vocab": vocab, "merges": merges}),
         })
     }
 
@@ -1319,6 +1313,31 @@ impl Tokenizer {
             }
         }
     }
+}
+
+/// The parts that differ between the byte-level and the SentencePiece-style `tokenizer.json`.
+struct HfParts {
+    added: Vec<serde_json::Value>,
+    normalizer: serde_json::Value,
+    pre_tokenizer: serde_json::Value,
+    post_processor: serde_json::Value,
+    decoder: serde_json::Value,
+    model: serde_json::Value,
+}
+
+/// A `tokenizer.json` document (Hugging Face tokenizers' format, version 1.0).
+fn hf_document(p: HfParts) -> serde_json::Value {
+    serde_json::json!({
+        "version": "1.0",
+        "truncation": null,
+        "padding": null,
+        "added_tokens": p.added,
+        "normalizer": p.normalizer,
+        "pre_tokenizer": p.pre_tokenizer,
+        "post_processor": p.post_processor,
+        "decoder": p.decoder,
+        "model": p.model,
+    })
 }
 
 trait BestRank {
