@@ -236,7 +236,22 @@ impl Planner {
         let source = m
             .llama
             .ok_or_else(|| dir_err(&dir.join(MANIFEST), "a llama planner needs `llama.base`"))?;
-        let mut lm = LlamaLm::load(source.resolved(dir))?;
+        let resolved = source.resolved(dir);
+        if !resolved.base.exists() {
+            // A committed planner ships without its base weights: say which file it wants
+            // and where that path came from, not only an i/o error.
+            return Err(dir_err(
+                &dir.join(MANIFEST),
+                format!(
+                    "its base model {} is not there (`llama.base` = {}, read from the planner \
+                     directory); fetch it (this repository's planners: scripts/assets.sh) or \
+                     point `llama.base` at a copy",
+                    resolved.base.display(),
+                    source.base.display()
+                ),
+            ));
+        }
+        let mut lm = LlamaLm::load(resolved)?;
         lm.use_syntax(m.settings.syntax)?;
         lm.use_tool_list(m.settings.tool_list);
         let catalog = Catalog::from_tools(m.catalog)?;

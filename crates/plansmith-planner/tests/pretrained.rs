@@ -196,6 +196,15 @@ fn planner_directory_round_trips() {
         .expect("missing base must fail")
         .to_string();
     assert!(e.contains("missing.gguf"), "{e}");
+    // ... as the manifest's `llama.base`, resolved against the planner directory
+    assert!(
+        e.contains("planner.json") && e.contains("`llama.base` = nowhere/missing.gguf"),
+        "{e}"
+    );
+    assert!(
+        e.contains(&broken.join("nowhere/missing.gguf").display().to_string()),
+        "{e}"
+    );
     std::fs::remove_dir_all(&broken).unwrap();
 }
 
