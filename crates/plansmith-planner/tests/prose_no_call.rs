@@ -212,3 +212,27 @@ fn the_end_of_a_reply_is_weighed_against_all_the_model_would_write_not_the_tag_a
     assert_eq!(d.text, "");
     assert!(d.plan.expect("the empty reply parses").calls.is_empty());
 }
+
+/// After a call, the reply goes on to another only where the model would rather go on than
+/// end, and only as far as the request has clauses for: "open safari and mail" gets both calls
+/// the model writes; "open safari", with nothing joining a second request to it, gets one (an
+/// untrained model goes on after its call with talk, and the grammar would turn it into calls).
+#[test]
+fn a_second_call_needs_the_model_to_go_on_and_the_request_to_ask_for_it() {
+    let one = "{\"name\": \"open\", \"arguments\": {\"app\": \"Safari\"}}";
+    let two = "{\"name\": \"open\", \"arguments\": {\"app\": \"Mail\"}}";
+    let wish = format!("{one}\n</tool_call>\n<tool_call>\n{two}");
+    let p = scripted(&wish, 5.0, 0.0);
+    let d = p.decode(&PlanRequest::new("open safari and mail")).unwrap();
+    let plan = d.plan.as_ref().expect("two tagged calls parse");
+    let apps: Vec<_> = plan
+        .calls
+        .iter()
+        .map(|c| c.arguments["app"].clone())
+        .collect();
+    assert_eq!(apps, ["Safari", "Mail"], "{:?}", d.text);
+    let d = p.decode(&PlanRequest::new("open safari")).unwrap();
+    let plan = d.plan.as_ref().expect("one tagged call parses");
+    assert_eq!(plan.calls.len(), 1, "{:?}", d.text);
+    assert_eq!(plan.calls[0].arguments["app"], "Safari", "{:?}", d.text);
+}
