@@ -3,13 +3,16 @@
 # rather than memorise one (issue #28), then score it on the hand-written sets.
 #
 #   scripts/train-generalist.sh [SEED]          # SmolLM2-135M, ~20,000 traces, ~2 h on 2 cores
-#   BASE=assets/qwen05.gguf REPLY_FORMAT=tool_call RANK=6 N=1500 scripts/train-generalist.sh
-#                                               # Qwen2.5-Coder-0.5B in its own <tool_call>
-#                                               # format (~45 s a step here: ~2.5 h; r=6 keeps
-#                                               # the f16 adapter under 8 MiB)
+#   BASE=assets/qwen05.gguf REPLY_FORMAT=tool_call RANK=6 N=1500 MAX_WRONG=0.05 \
+#     scripts/train-generalist.sh 3             # Qwen2.5-Coder-0.5B in its own <tool_call>
+#                                               # format (~45 s a step here: ~3 h; r=6 keeps
+#                                               # the f16 adapter under 8 MiB): the committed
+#                                               # planners/generalist-qwen05
 #   N=2000 scripts/train-generalist.sh          # a small run to try the recipe (~15 minutes)
 #   TOOL_LIST=compact scripts/train-generalist.sh   # the compact tool list: half the prompt
 #   RESUME=1 scripts/train-generalist.sh        # continue a stopped run from its checkpoint
+#   MAX_WRONG=0.05 ...                          # the floor's promise (default 1%; a split too
+#                                               # small to certify it accepts nothing)
 #
 # The mix, deterministic per seed (N is the Pace share; the others scale with it):
 #   - N Pace requests against the Pace catalog;
@@ -55,6 +58,7 @@ done
 "$bin" --threads 2 train --base "$base" --tools "$tools" --data "$data/mix.jsonl" \
   --calibration "$data/calibration-mix.jsonl" --test "$data/test-mix.jsonl" \
   --lora-rank "${RANK:-8}" --lora-alpha "$((2 * ${RANK:-8}))" --adapter-f16 --confidence auto \
+  --max-wrong "${MAX_WRONG:-0.01}" \
   --tool-list "${TOOL_LIST:-json}" --reply-format "${REPLY_FORMAT:-json}" --checkpoint-every "${CHECKPOINT_EVERY:-25}" ${RESUME:+--resume "$out.checkpoint"} \
   --exclude-overlap eval/handwritten --out "$out" ${STEPS:+--steps "$STEPS"} --json --log-every 10 \
   | tee ${RESUME:+-a} "$out.train.log"
