@@ -54,12 +54,27 @@ fn dir_err(path: &Path, message: impl Into<String>) -> PlannerError {
 /// absolute otherwise.
 fn portable_base(base: &Path, dir: &Path, cwd: &Path) -> PathBuf {
     use std::path::Component;
+    // `..` resolved by name: a planner loaded from `target/q1` holds its base as
+    // `target/q1/../../assets/m.gguf`, and saving it elsewhere must find the project path again.
     let abs = |p: &Path| {
-        if p.is_absolute() {
+        let joined = if p.is_absolute() {
             p.to_path_buf()
         } else {
             cwd.join(p)
+        };
+        let mut out = PathBuf::new();
+        for c in joined.components() {
+            match c {
+                Component::CurDir => {}
+                Component::ParentDir
+                    if matches!(out.components().next_back(), Some(Component::Normal(_))) =>
+                {
+                    out.pop();
+                }
+                other => out.push(other),
+            }
         }
+        out
     };
     let (abs_base, abs_dir) = (abs(base), abs(dir));
     let plain = |p: &Path| p.components().all(|c| matches!(c, Component::Normal(_)));
@@ -384,7 +399,17 @@ mod tests {
         );
         assert_eq!(
             portable_base(Path::new("../m.gguf"), Path::new("out"), cwd),
-            Path::new("/home/u/project/../m.gguf")
+            Path::new("/home/u/m.gguf")
+        );
+        // a loaded planner's base (its directory, then `..`) saved into another directory of
+        // the project is relative again, never the machine path it was resolved to
+        assert_eq!(
+            portable_base(
+                Path::new("/home/u/project/target/q1/../../assets/m.gguf"),
+                Path::new("planners/generalist"),
+                cwd
+            ),
+            Path::new("../../assets/m.gguf")
         );
     }
 }
