@@ -369,21 +369,81 @@ fn short_train(dir: &std::path::Path, base: &str, extra: &[&str]) -> Output {
         &data,
         "--test",
         &data,
-        "--out",
-        &out,
         "--quiet",
         "--json",
-        "--steps",
-        "1",
         "--batch-size",
         "3",
-        "--lora-rank",
-        "2",
-        "--lora-alpha",
-        "4",
     ];
+    // defaults `extra` may override
+    for (flag, value) in [
+        ("--out", out.as_str()),
+        ("--steps", "1"),
+        ("--lora-rank", "2"),
+        ("--lora-alpha", "4"),
+    ] {
+        if !extra.contains(&flag) {
+            args.extend([flag, value]);
+        }
+    }
     args.extend(extra);
     plansmith(&args)
+}
+
+/// `train --base --init-adapter`: a run that starts from a trained planner's adapter starts
+/// from its loss, not the base's; an adapter of another rank is refused naming the flags.
+#[test]
+fn train_base_starts_from_a_trained_adapter() {
+    let dir = one_tool_data("init");
+    let first_loss = |o: &Output| {
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        let report: serde_json::Value =
+            serde_json::from_str(text(&o.stdout).lines().last().unwrap()).unwrap();
+        (
+            report["lora"]["first_loss"].as_f64().unwrap(),
+            report["lora"]["final_loss"].as_f64().unwrap(),
+        )
+    };
+    let trained = short_train(
+        &dir,
+        "assets/smollm2.gguf",
+        &["--steps", "4", "--lr", "1e-2"],
+    );
+    let (base_loss, trained_loss) = first_loss(&trained);
+    assert!(
+        trained_loss < base_loss * 0.8,
+        "{base_loss} -> {trained_loss}"
+    );
+    let planner = dir.join("planner").display().to_string();
+    let again = dir.join("again").display().to_string();
+    let continued = short_train(
+        &dir,
+        "assets/smollm2.gguf",
+        &["--init-adapter", &planner, "--out", &again, "--lr", "1e-9"],
+    );
+    let (start, _) = first_loss(&continued);
+    assert!(
+        start < base_loss * 0.8,
+        "a continued run starts at {start}, the base at {base_loss}"
+    );
+    let o = short_train(
+        &dir,
+        "assets/smollm2.gguf",
+        &[
+            "--init-adapter",
+            &planner,
+            "--out",
+            &again,
+            "--lora-rank",
+            "3",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("--lora-rank 2"),
+        "{}",
+        text(&o.stderr)
+    );
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// `train --base --reply-format tool_call` on the real Qwen2.5-Coder-0.5B (`scripts/assets.sh

@@ -69,6 +69,12 @@ pub struct LoraSpec {
     pub checkpoint_dir: PathBuf,
     /// Continue from the checkpoint in `checkpoint_dir`.
     pub resume: bool,
+    /// Start from this trained adapter (a planner directory or its `adapter/`) instead of
+    /// PEFT's initialization, with a fresh optimizer: a short run teaches a trained planner
+    /// something more. Same rank, alpha and targets. Ignored when resuming (the checkpoint
+    /// holds the weights). Not recorded: a planner directory names no machine path.
+    #[serde(skip)]
+    pub init_adapter: Option<PathBuf>,
 }
 
 fn json_array() -> Syntax {
@@ -385,6 +391,9 @@ pub fn train_lora(
         ..EngineConfig::default()
     };
     let mut engine = LoraEngine::new(&bundle.model, config)?;
+    if let (Some(dir), false) = (&spec.init_adapter, spec.resume) {
+        start_from_adapter(&mut engine, dir, spec, bundle.model.config())?;
+    }
     let ckpt = spec.checkpoint_dir.join("checkpoint.safetensors");
     let fingerprint = data_fingerprint(&data);
     let mut state = RunState {
@@ -527,6 +536,55 @@ pub fn train_lora(
 }
 
 /// A seeded permutation (splitmix64-driven Fisher-Yates).
+/// Load a trained adapter into a fresh engine; its rank, alpha and targets must be the run's
+/// (a different scale or a missing projection would silently train another model).
+fn start_from_adapter(
+    engine: &mut LoraEngine,
+    dir: &Path,
+    spec: &LoraSpec,
+    cfg: &plansmith_llama::LlamaConfig,
+) -> Result<(), PlannerError> {
+    let adapter_dir = if dir.join("adapter").join("adapter_config.json").is_file() {
+        dir.join("adapter")
+    } else {
+        dir.to_path_buf()
+    };
+    let named = |e: plansmith_llama::LlamaError| {
+        PlannerError::Data(format!("--init-adapter {}: {e}", adapter_dir.display()))
+    };
+    let adapter = plansmith_llama::lora::PeftAdapter::load(&adapter_dir, cfg).map_err(named)?;
+    let mut wanted = spec.targets.clone();
+    wanted.sort();
+    let mut found = adapter.config.targets.clone();
+    found.sort();
+    if adapter.config.r != spec.rank
+        || (adapter.config.alpha - spec.alpha).abs() > 1e-9
+        || found != wanted
+    {
+        let names = |t: &[LoraTarget]| {
+            t.iter()
+                .map(|t| t.peft_name().trim_end_matches("_proj"))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        return Err(PlannerError::Data(format!(
+            "--init-adapter {}: the adapter has r={}, alpha {}, targets {}; this run asks for \
+             r={}, alpha {}, targets {}: pass --lora-rank {} --lora-alpha {} --lora-targets {}",
+            adapter_dir.display(),
+            adapter.config.r,
+            adapter.config.alpha,
+            names(&found),
+            spec.rank,
+            spec.alpha,
+            names(&wanted),
+            adapter.config.r,
+            adapter.config.alpha,
+            names(&found),
+        )));
+    }
+    engine.load_adapter(&adapter).map_err(named)
+}
+
 fn shuffled(n: usize, seed: u64) -> Vec<usize> {
     let mut state = seed ^ 0x9E37_79B9_7F4A_7C15;
     let mut next = || {

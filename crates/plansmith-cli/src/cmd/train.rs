@@ -136,6 +136,11 @@ pub struct TrainArgs {
     /// adapter (PEFT layout) in `adapter/`.
     #[arg(long, value_name = "FILE")]
     base: Option<PathBuf>,
+    /// LoRA: start from this trained planner's adapter (its directory, or the `adapter/`
+    /// inside) with a fresh optimizer, to teach it something more in a short run; same
+    /// --lora-rank, --lora-alpha and --lora-targets as it was trained with.
+    #[arg(long, value_name = "PLANNER", requires = "base")]
+    init_adapter: Option<PathBuf>,
     /// LoRA rank (with --base).
     #[arg(long, default_value_t = 16, requires = "base")]
     lora_rank: usize,
@@ -519,6 +524,7 @@ fn train_lora(
         checkpoint_every: args.checkpoint_every,
         checkpoint_dir,
         resume: args.resume.is_some(),
+        init_adapter: args.init_adapter.clone(),
     };
     if !args.quiet && !args.json {
         eprintln!(
