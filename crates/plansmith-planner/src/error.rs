@@ -47,6 +47,10 @@ pub enum PlannerError {
     EvalData(String),
     #[error("internal lock poisoned (a planner thread panicked)")]
     Poisoned,
+    /// A plan to score that this planner's grammar does not write (invalid against the
+    /// catalog, or in a form its grammar never takes), with where it leaves it.
+    #[error("{0}")]
+    NotWritable(String),
     /// A request (or a request and the plan to score) longer than the model's context.
     #[error("{0}")]
     TooLong(String),

@@ -40,7 +40,9 @@ pub use dir::default_planner;
 pub use error::{BackendError, PlannerError};
 pub use guarantee::{FloorFit, FloorRule};
 pub use llama::{LlamaLm, LlamaSource};
-pub use planner::{Decoded, HopReport, Outcome, PlanRequest, Planner, Report, Sample, Source};
+pub use planner::{
+    Decoded, GivenPlan, HopReport, Outcome, PlanRequest, Planner, Report, Sample, Source,
+};
 /// The grammar errors a [`PlannerError::Grammar`] carries, so callers can match on them
 /// without depending on the grammar crate.
 pub use plansmith_grammar::{GrammarError, MAX_CALLS};

@@ -161,6 +161,24 @@ impl Decoded {
     }
 }
 
+/// A given plan judged by a planner ([`Planner::judge_given`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GivenPlan {
+    /// The planner's confidence writing it, comparable with its floor; `None` when its
+    /// grammar does not write the plan.
+    pub score: Option<f32>,
+    /// Why there is no score.
+    pub unscored: Option<String>,
+    pub violations: Vec<String>,
+}
+
+impl GivenPlan {
+    /// Whether the gate would let this plan through at `floor`.
+    pub fn would_accept(&self, floor: f32) -> bool {
+        self.violations.is_empty() && self.score.is_some_and(|s| s >= floor)
+    }
+}
+
 /// Per-request knobs the server exposes (OpenAI `tool_choice`, `parallel_tool_calls`, visible
 /// entities, a per-request catalog).
 #[derive(Debug, Clone, Default)]
@@ -517,10 +535,23 @@ impl Planner {
 
     /// Constrained greedy decode of one request (no gate, no teacher).
     pub fn decode(&self, req: &PlanRequest) -> Result<Decoded, PlannerError> {
+        self.decode_following(req, None)
+    }
+
+    /// [`Planner::decode`], or with `follow`, the same steps writing that text instead of the
+    /// model's choices: every step is scored as decoding scores it (forced and chosen tokens,
+    /// the end weighed against going on), so a plan's score is the confidence the planner
+    /// would have had writing it. Where the grammar does not allow the text, the outcome is a
+    /// dead end naming where it left it.
+    fn decode_following(
+        &self,
+        req: &PlanRequest,
+        follow: Option<&str>,
+    ) -> Result<Decoded, PlannerError> {
         if req.deadline.is_some_and(|d| Instant::now() >= d) {
             return Ok(dead_end("deadline reached before decoding began".into()));
         }
-        if let Some(remote) = &self.remote {
+        if let (Some(remote), None) = (&self.remote, follow) {
             return self.decode_remote(remote, req);
         }
         let (catalog, hash) = self.catalog_and_hash(req.catalog.as_ref());
@@ -646,8 +677,21 @@ impl Planner {
                 if self.settings.syntax == Syntax::ToolCall {
                     calls_closed = closed_tool_calls(&constraint.output_text());
                 }
+                if let Some(target) = follow {
+                    let written = constraint.output_text();
+                    if !target.starts_with(&written) {
+                        dead = Some(left_the_grammar(target, &written));
+                        break;
+                    }
+                }
                 continue;
             }
+            // What a followed text has written so far (read before the mask borrows the
+            // constraint).
+            let written = match follow {
+                Some(_) => constraint.output_text(),
+                None => String::new(),
+            };
             let mask = match constraint.mask() {
                 Ok(m) => m,
                 Err(d) => {
@@ -685,7 +729,7 @@ impl Planner {
             // (weighed this way the untrained base enumerated the catalog after its first call),
             // so a reply makes no more calls than the request has clauses for.
             let deciding = self.settings.syntax == Syntax::ToolCall && mask.is_allowed(self.eos);
-            if deciding && calls_closed >= calls_asked_for {
+            if deciding && calls_closed >= calls_asked_for && follow.is_none() {
                 break;
             }
             // `Some(ln(1 - p(end)))` where the model goes on: the log-probability of this step.
@@ -698,7 +742,29 @@ impl Planner {
                     && !(prose_banned && self.starts_prose(id))
                     && !(go_on.is_some() && id == self.eos)
             };
-            let tok = if out_ids.len() < max_new && !repeated {
+            let tok = if let Some(target) = follow {
+                match target.strip_prefix(written.as_str()) {
+                    Some("") if mask.is_allowed(self.eos) => self.eos,
+                    // the grammar wants more than the plan has
+                    Some("") => {
+                        dead = Some(format!(
+                            "{LEFT_THE_GRAMMAR}: it ends where the grammar goes on"
+                        ));
+                        break;
+                    }
+                    Some(rest) => match self.longest_allowed_prefix(mask, rest.as_bytes()) {
+                        Some(t) => t,
+                        None => {
+                            dead = Some(left_the_grammar(target, &written));
+                            break;
+                        }
+                    },
+                    None => {
+                        dead = Some(left_the_grammar(target, &written));
+                        break;
+                    }
+                }
+            } else if out_ids.len() < max_new && !repeated {
                 match &prior {
                     Some(p) => p
                         .choose(&logits, allowed)
@@ -718,8 +784,28 @@ impl Planner {
                     .unwrap_or_else(|| masked_argmax(&logits, |id| mask.is_allowed(id)))
             };
             if tok == self.eos {
+                // A `<tool_call>` reply that ends before its first call ("no call") was the
+                // model's choice, and its confidence is that choice's log-probability. Unscored,
+                // the empty reply had the mean of no steps, 0: the highest confidence there is,
+                // accepted over any floor however unsure the model was between declining and
+                // calling. (The end after a call stays unscored: the calls carry that reply's
+                // confidence, and the floors fitted on them stay valid.)
+                if deciding && out_ids.is_empty() {
+                    let lp = log_prob(&logits, tok);
+                    weakest = weakest.min(lp);
+                    sum_all += lp as f64;
+                    n_all += 1;
+                    sum_chosen += lp as f64;
+                    n_chosen += 1;
+                }
                 break;
             }
+            let go_on = match (go_on, follow) {
+                (None, Some(_)) if deciding => {
+                    Some((-log_prob(&logits, self.eos).exp()).ln_1p().max(f32::MIN))
+                }
+                (g, _) => g,
+            };
             let lp32 = go_on.unwrap_or_else(|| log_prob(&logits, tok));
             weakest = weakest.min(lp32);
             let lp = lp32 as f64;
@@ -756,6 +842,15 @@ impl Planner {
             logits = state.step(tok)?;
         }
         let text = constraint.output_text();
+        if let (Some(target), None) = (follow, &dead) {
+            if text != target {
+                dead = Some(format!(
+                    "{LEFT_THE_GRAMMAR}: the grammar ends after byte {} of its {}",
+                    text.len(),
+                    target.len()
+                ));
+            }
+        }
         let mean = |s: f64, n: usize| if n == 0 { 0.0 } else { (s / n as f64) as f32 };
         let mut decoded = self.check(&catalog, &hash, &request_text, &text)?;
         decoded.dead = dead;
@@ -767,6 +862,31 @@ impl Planner {
         decoded.chosen_tokens = n_chosen;
         decoded.prompt_tokens = prompt_tokens;
         Ok(decoded)
+    }
+
+    /// The longest token the mask allows whose bytes begin `rest` (how a given text is
+    /// written under the grammar: the vocabulary's longest pieces, as its tokenizer would).
+    fn longest_allowed_prefix(&self, mask: &plansmith_grammar::Mask, rest: &[u8]) -> Option<u32> {
+        let env = self.engine.env();
+        let mut best: Option<(u32, usize)> = None;
+        for (w, &word) in mask.words().iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                let id = (w * 32) as u32 + bits.trailing_zeros();
+                bits &= bits - 1;
+                if id == self.eos {
+                    continue;
+                }
+                let bytes = env.token_bytes(id);
+                if !bytes.is_empty()
+                    && rest.starts_with(&bytes)
+                    && best.is_none_or(|(_, n)| bytes.len() > n)
+                {
+                    best = Some((id, bytes.len()));
+                }
+            }
+        }
+        best.map(|(id, _)| id)
     }
 
     /// Whether `token` begins a prose reply (its first byte a letter).
@@ -1200,45 +1320,66 @@ impl Planner {
         Ok(())
     }
 
-    /// Mean teacher-forced log-prob of a supplied plan (comparable with the floor, scored
-    /// like [`ConfidenceMode::AllTokens`]).
+    /// The confidence this planner would have had writing `plan` for `request`, in its own
+    /// confidence mode, comparable with its floor: the plan (rendered in the planner's syntax)
+    /// is written step by step under the grammar, each step scored as decoding scores it. A
+    /// plan the planner decodes itself scores its decoded confidence. A plan its grammar does
+    /// not allow (invalid, or written in a form the grammar never writes) is
+    /// [`PlannerError::NotWritable`], naming where it leaves the grammar.
     pub fn score(&self, request: &str, plan: &Plan) -> Result<f32, PlannerError> {
-        let request_text = prompt::clean_request(request);
-        let (mut state, logits) = match self.lm.start(
-            &self.catalog,
-            &self.catalog_hash,
-            &request_text,
-            prompt::CatalogText::of(&self.settings),
-        )? {
-            Started::Ready { state, logits, .. } => (state, logits),
-            Started::Overflow(reason) => return Err(PlannerError::TooLong(reason)),
-        };
         let plan = if self.settings.tool_pointers {
             std::borrow::Cow::Owned(pointers::to_pointers(plan, &self.catalog))
         } else {
             std::borrow::Cow::Borrowed(plan)
         };
-        let ids = self
-            .lm
-            .tokenize_completion(&self.settings.syntax.render(&plan));
-        if ids.is_empty() {
-            return Ok(0.0);
+        // Spaced as the pretrained formats write JSON (`{"name": "x", ...}`), what their
+        // models and grammars write; the DSL renders one way.
+        let text = self.settings.syntax.render_spaced(&plan);
+        let d = self.decode_following(&PlanRequest::new(request), Some(&text))?;
+        match d.dead {
+            None => Ok(d.confidence(self.settings.confidence)),
+            Some(reason) if reason.starts_with(LEFT_THE_GRAMMAR) => {
+                Err(PlannerError::NotWritable(reason))
+            }
+            // The prompt, or the prompt and the plan, do not fit the model's context.
+            Some(reason) => Err(PlannerError::TooLong(reason)),
         }
-        if ids.len() > state.room() {
-            return Err(PlannerError::TooLong(format!(
-                "the plan takes {} tokens, but only {} fit in the model's context after the \
-                 request",
-                ids.len(),
-                state.room()
-            )));
+    }
+
+    /// What `score` and `/v1/score` report for a given plan: its violations, and its score
+    /// where the planner's grammar writes it (an invalid plan has none: it could never leave
+    /// the planner), or why not.
+    pub fn judge_given(&self, request: &str, plan: &Plan) -> Result<GivenPlan, PlannerError> {
+        let violations = self.violations(request, plan)?;
+        if !violations.is_empty() {
+            // A request the model cannot read is refused as such, whatever the plan.
+            if let Started::Overflow(reason) = self.lm.start(
+                &self.catalog,
+                &self.catalog_hash,
+                &prompt::clean_request(request),
+                prompt::CatalogText::of(&self.settings),
+            )? {
+                return Err(PlannerError::TooLong(reason));
+            }
+            return Ok(GivenPlan {
+                score: None,
+                unscored: Some("the plan is invalid: no planner writes it".into()),
+                violations,
+            });
         }
-        // Logits before token i are the prompt's for i = 0, then the row after token i - 1.
-        let rows = state.feed(&ids[..ids.len() - 1])?;
-        let mut sum = log_prob(&logits, ids[0]) as f64;
-        for (row, &t) in rows.iter().zip(&ids[1..]) {
-            sum += log_prob(row, t) as f64;
-        }
-        Ok((sum / ids.len() as f64) as f32)
+        Ok(match self.score(request, plan) {
+            Ok(score) => GivenPlan {
+                score: Some(score),
+                unscored: None,
+                violations,
+            },
+            Err(PlannerError::NotWritable(why)) => GivenPlan {
+                score: None,
+                unscored: Some(why),
+                violations,
+            },
+            Err(e) => return Err(e),
+        })
     }
 
     /// `n` unconstrained draws (seeded), each parsed, validated and, when valid, scored like
@@ -1275,7 +1416,7 @@ impl Planner {
             let score = match (&d.plan, valid) {
                 (Some(plan), true) => match self.score(request, plan) {
                     Ok(score) => Some(score),
-                    Err(PlannerError::TooLong(_)) => None,
+                    Err(PlannerError::TooLong(_) | PlannerError::NotWritable(_)) => None,
                     Err(e) => return Err(e),
                 },
                 _ => None,
@@ -1495,6 +1636,22 @@ fn end_with_best_stop(logits: &mut [f32], eos: u32, others: &[u32]) {
     if let Some(l) = logits.get_mut(eos as usize) {
         *l = l.max(best);
     }
+}
+
+const LEFT_THE_GRAMMAR: &str = "the plan leaves what this planner's grammar writes";
+
+/// Why a text to follow could not be written: where it leaves what the grammar allows.
+fn left_the_grammar(target: &str, written: &str) -> String {
+    let at = target
+        .char_indices()
+        .zip(written.chars())
+        .find(|((_, a), b)| a != b)
+        .map_or(written.len().min(target.len()), |((i, _), _)| i);
+    let end = (at + 40).min(target.len());
+    let end = (end..=target.len())
+        .find(|&i| target.is_char_boundary(i))
+        .unwrap_or(target.len());
+    format!("{LEFT_THE_GRAMMAR} at byte {at} (`{}`)", &target[at..end])
 }
 
 fn masked_argmax(logits: &[f32], allowed: impl Fn(u32) -> bool) -> u32 {

@@ -47,25 +47,63 @@ fn correct_plan_scores_above_wrong_and_reversed_plans() {
     let wrong = planner
         .score(
             request,
-            &dsl("lookup_order(order_id=4242) | notify(user=bo)"),
+            &dsl("lookup_order(order_id=4242) | notify(user=ana)"),
         )
         .unwrap();
+    // a value the request never said is a plan the grammar never writes: no score
+    assert!(matches!(
+        planner.score(request, &dsl("refund(order_id=4242) | notify(user=bo)")),
+        Err(plansmith_planner::PlannerError::NotWritable(_))
+    ));
     let reversed = planner
         .score(request, &dsl("notify(user=ana) | refund(order_id=4242)"))
         .unwrap();
     assert!(right > wrong, "right {right} <= wrong {wrong}");
     assert!(right > reversed, "right {right} <= reversed {reversed}");
-    // Scores use every token, like ConfidenceMode::AllTokens: compare with that floor.
+    // Scores are the planner's confidence in its own mode: compare with that floor.
     let cal = items(&common::traces(150, 2)).unwrap();
     let (_, judged) = evaluate(planner, &cal, false, |_, _| {}).unwrap();
-    let all =
-        plansmith_planner::eval::scored(&judged, plansmith_planner::ConfidenceMode::AllTokens);
+    let all = plansmith_planner::eval::scored(&judged, planner.settings.confidence);
     let floor = plansmith_planner::fit_floor(&all, 1.0);
     assert!(right >= floor, "right {right} below floor {floor}");
     assert!(
         reversed < floor,
         "reversed {reversed} not below floor {floor}"
     );
+}
+
+/// A plan's score is the confidence the planner would have had writing it: scoring the plan
+/// a decode produced gives that decode's confidence, in the planner's mode, so `score` and the
+/// floor speak of the same number. A plan the grammar does not write has no score.
+#[test]
+fn a_decoded_plan_scores_its_decoded_confidence() {
+    let planner = common::trained();
+    let mut checked = 0;
+    for t in common::traces(30, 11) {
+        let d = planner
+            .decode(&plansmith_planner::PlanRequest::new(&t.request))
+            .unwrap();
+        let Some(plan) = d.plan.clone().filter(|_| d.is_valid()) else {
+            continue;
+        };
+        let score = planner.score(&t.request, &plan).unwrap();
+        let decoded = d.confidence(planner.settings.confidence);
+        assert!(
+            (score - decoded).abs() <= 1e-5 * decoded.abs().max(1.0),
+            "{}: score {score}, decoded {decoded} ({:?})",
+            t.request,
+            d.text
+        );
+        checked += 1;
+    }
+    assert!(checked >= 20, "only {checked} valid decodes");
+    let unknown = dsl("no_such_tool(x=1)");
+    let given = planner.judge_given("refund order 4242", &unknown).unwrap();
+    assert!(
+        given.score.is_none() && !given.violations.is_empty(),
+        "{given:?}"
+    );
+    assert!(!given.would_accept(f32::NEG_INFINITY));
 }
 
 #[test]

@@ -211,6 +211,16 @@ fn the_end_of_a_reply_is_weighed_against_all_the_model_would_write_not_the_tag_a
         .unwrap();
     assert_eq!(d.text, "");
     assert!(d.plan.expect("the empty reply parses").calls.is_empty());
+    // declining is scored by the end's probability (12 against the wish's 10 and the
+    // prose opening's 7: about 0.88), not left at the mean of no steps (0, over any floor)
+    assert!(
+        d.conf_chosen < -0.05 && d.conf_chosen > -0.3,
+        "no call at {}",
+        d.conf_chosen
+    );
+    assert_eq!(d.conf_all, d.conf_chosen);
+    assert_eq!(d.conf_weakest, d.conf_chosen);
+    assert_eq!(d.chosen_tokens, 1);
 }
 
 /// After a call, the reply goes on to another only where the model would rather go on than
@@ -235,4 +245,34 @@ fn a_second_call_needs_the_model_to_go_on_and_the_request_to_ask_for_it() {
     let plan = d.plan.as_ref().expect("one tagged call parses");
     assert_eq!(plan.calls.len(), 1, "{:?}", d.text);
     assert_eq!(plan.calls[0].arguments["app"], "Safari", "{:?}", d.text);
+}
+
+/// Scoring a `<tool_call>` plan walks the decode's own steps: the decision to open a call
+/// counts as ln(1 - p(end)), not the tag's logit, so a plan the planner writes scores what
+/// decoding it gave (its floor's number), and "no call" scores the end's probability.
+#[test]
+fn a_tool_call_plan_scores_what_decoding_it_gave() {
+    let call = "{\"name\": \"open\", \"arguments\": {\"app\": \"Safari\"}}";
+    let p = scripted(call, -5.0, 3.0);
+    let d = p.decode(&PlanRequest::new("open safari")).unwrap();
+    let plan = d.plan.clone().expect("a tagged call parses");
+    let score = p.score("open safari", &plan).unwrap();
+    let decoded = d.confidence(p.settings.confidence);
+    assert!(
+        (score - decoded).abs() < 1e-6,
+        "score {score}, decoded {decoded}"
+    );
+    let p = scripted(call, -5.0, 12.0);
+    let d = p.decode(&PlanRequest::new("open safari")).unwrap();
+    let none = d.plan.clone().expect("the empty reply parses");
+    assert!(none.calls.is_empty());
+    let score = p.score("open safari", &none).unwrap();
+    assert!(
+        (score - d.conf_chosen).abs() < 1e-6,
+        "score {score}, decoded {}",
+        d.conf_chosen
+    );
+    // the call it would not make scores as going on against a likely end: lower
+    let going_on = p.score("open safari", &plan).unwrap();
+    assert!(going_on < score, "calling {going_on}, declining {score}");
 }

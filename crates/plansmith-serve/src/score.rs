@@ -57,7 +57,9 @@ fn given_plan(body: &Object) -> Result<Plan, ApiError> {
 }
 
 /// `POST /v1/score {"request", "calls" | "plan"}` ->
-/// `{"score", "floor", "would_accept", "valid", "violations"}`.
+/// `{"score" | null, "unscored" | null, "floor", "would_accept", "valid", "violations"}`: the
+/// score is the confidence the planner would have had writing the plan (its own mode, as the
+/// floor); an invalid plan, or one its grammar does not write, has none and says why.
 pub async fn score(State(st): State<Arc<AppState>>, req: Request) -> Response {
     let result = async {
         let bytes = read_body(&st, req).await?;
@@ -66,7 +68,7 @@ pub async fn score(State(st): State<Arc<AppState>>, req: Request) -> Response {
         let request = request_text(&body)?;
         let plan = given_plan(&body)?;
         let (done, _) = st.run(Task::Score { request, plan }, false).await?;
-        let Done::Score { score, violations } = done else {
+        let Done::Score(given) = done else {
             return Err(ApiError::internal(
                 "a worker answered a score with something else",
             ));
@@ -74,11 +76,12 @@ pub async fn score(State(st): State<Arc<AppState>>, req: Request) -> Response {
         let floor = st.planner().settings.conf_floor;
         Ok::<_, ApiError>(
             Json(json!({
-                "score": finite(score),
+                "score": given.score.map(finite),
+                "unscored": given.unscored,
                 "floor": finite(floor),
-                "would_accept": violations.is_empty() && score >= floor,
-                "valid": violations.is_empty(),
-                "violations": violations,
+                "would_accept": given.would_accept(floor),
+                "valid": given.violations.is_empty(),
+                "violations": given.violations,
             }))
             .into_response(),
         )

@@ -122,7 +122,7 @@ pub enum Task {
 /// What it did.
 pub enum Done {
     Plan(Outcome),
-    Score { score: f32, violations: Vec<String> },
+    Score(plansmith_planner::GivenPlan),
     Sample(Vec<Sample>),
 }
 
@@ -131,10 +131,7 @@ type Job = Result<Done, PlannerError>;
 fn run_task(planner: &Planner, task: &Task) -> Job {
     Ok(match task {
         Task::Plan(req) => Done::Plan(planner.plan_request(req)?),
-        Task::Score { request, plan } => Done::Score {
-            violations: planner.violations(request, plan)?,
-            score: planner.score(request, plan)?,
-        },
+        Task::Score { request, plan } => Done::Score(planner.judge_given(request, plan)?),
         Task::Sample {
             request,
             n,

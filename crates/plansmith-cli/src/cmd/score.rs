@@ -24,9 +24,9 @@ pub struct ScoreArgs {
     plan: String,
 }
 
-/// Score a plan: the planner's mean log-probability of writing it for the request (every
-/// token counted, comparable with a floor fitted in the `all` confidence mode), whether that
-/// reaches the floor, and whether the plan is valid. Exit 0 if valid, 1 if not.
+/// Score a plan: the confidence the planner would have had writing it for the request (in
+/// its own confidence mode, as its floor), whether that reaches the floor, and whether the
+/// plan is valid. Exit 0 if valid, 1 if not.
 pub fn score(args: ScoreArgs) -> anyhow::Result<Outcome> {
     anyhow::ensure!(
         args.model.cascade.is_none(),
@@ -38,30 +38,37 @@ pub fn score(args: ScoreArgs) -> anyhow::Result<Outcome> {
         .syntax
         .parse(&args.plan)
         .map_err(|e| anyhow::anyhow!("cannot parse plan as {:?}: {e}", args.syntax))?;
-    let violations = planner.violations(&args.request, &plan)?;
-    let score = planner.score(&args.request, &plan)?;
+    let given = planner.judge_given(&args.request, &plan)?;
     let floor = planner.settings.conf_floor;
-    let would_accept = violations.is_empty() && score >= floor;
+    let would_accept = given.would_accept(floor);
     if args.json {
         println!(
             "{}",
-            json!({"score": finite(score), "floor": floor, "would_accept": would_accept,
-                   "valid": violations.is_empty(), "violations": violations})
+            json!({"score": given.score.map(finite), "unscored": given.unscored,
+                   "floor": floor, "would_accept": would_accept,
+                   "valid": given.violations.is_empty(), "violations": given.violations})
         );
     } else {
-        println!(
-            "score {score:.5} (floor {floor:.5}): {}",
-            match (violations.is_empty(), score >= floor) {
-                (true, true) => "the gate would accept this plan",
-                (true, false) => "below the floor: it would escalate",
-                (false, _) => "invalid: it would never leave the planner",
-            }
-        );
-        for v in &violations {
+        match (given.score, &given.unscored) {
+            (Some(score), _) => println!(
+                "score {score:.5} (floor {floor:.5}): {}",
+                if would_accept {
+                    "the gate would accept this plan"
+                } else {
+                    "below the floor: it would escalate"
+                }
+            ),
+            (None, why) => println!(
+                "no score: {}",
+                why.as_deref()
+                    .unwrap_or("the planner does not write this plan")
+            ),
+        }
+        for v in &given.violations {
             println!("  {v}");
         }
     }
-    Ok(if violations.is_empty() {
+    Ok(if given.violations.is_empty() {
         Outcome::Ok
     } else {
         Outcome::Failed
