@@ -15,6 +15,9 @@
 //! }
 //! ```
 //!
+//! `"confirmed_by_next": true` on a hop lets its accepted plans leave only when the next hop
+//! would accept them too (scoring the plan, not decoding it); the others go on to that hop.
+//!
 //! A hop's floor is its planner's own (as calibrated), a number (`floor`), or refitted at load
 //! under the guaranteed rule on `calibration` (`max_wrong`, `certainty`). Relative paths are
 //! read from the cascade file's directory. Every hop plans against the first hop's catalog
@@ -86,6 +89,10 @@ pub struct HopSpec {
     pub max_wrong: Option<f64>,
     #[serde(default)]
     pub certainty: Option<f64>,
+    /// A plan this hop accepts leaves only if the next hop would accept it too (it scores
+    /// the plan at or above its floor); otherwise the request goes on to the next hop.
+    #[serde(default)]
+    pub confirmed_by_next: bool,
 }
 
 /// A loaded cascade: the first hop (the others chained behind it), and what each refitted
@@ -165,6 +172,18 @@ pub fn load(path: &Path) -> Result<Cascade, PlannerError> {
             }
         }
         hop_rule(hop).check().map_err(|e| at(&e))?;
+        if hop.confirmed_by_next {
+            match file.hops.get(i + 1) {
+                None => return Err(at("`confirmed_by_next` needs a hop after this one")),
+                Some(next) if next.backend.is_some() => {
+                    return Err(at(
+                        "`confirmed_by_next`: the next hop runs on an engine, which gives no \
+                         logits to score a plan with",
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
         for p in [&hop.planner, &hop.gguf, &hop.lora, &hop.calibration]
             .into_iter()
             .flatten()
@@ -231,7 +250,12 @@ pub fn load(path: &Path) -> Result<Cascade, PlannerError> {
                 fits.push((name.clone(), fit));
             }
         }
-        planners.push(planner.named_hop(name));
+        let planner = planner.named_hop(name);
+        planners.push(if hop.confirmed_by_next {
+            planner.confirmed_by_next()
+        } else {
+            planner
+        });
     }
     let mut chain = planners.pop().expect("at least one hop");
     if let Some(spec) = &file.teacher {

@@ -257,6 +257,9 @@ pub struct Planner {
     /// In a cascade: this hop's name, and the hop its escalations go to before any teacher.
     hop: Option<String>,
     next: Option<Box<Planner>>,
+    /// In a cascade: a plan this hop accepts leaves only if the next hop would accept it too
+    /// (its score of the plan at or above its floor); otherwise the request goes on to it.
+    confirmed_by_next: bool,
     /// The engine that runs this planner's model, when it is remote ([`crate::remote`]).
     remote: Option<Remote>,
 }
@@ -328,6 +331,7 @@ impl Planner {
             counters: Mutex::new(Counters::default()),
             hop: None,
             next: None,
+            confirmed_by_next: false,
             remote: None,
         };
         // Compile the default catalog's validator and grammar now, not on the first request.
@@ -387,6 +391,16 @@ impl Planner {
     /// Send what this planner escalates to `next` (a named hop) before any teacher of its own.
     pub fn with_next_hop(mut self, next: Planner) -> Self {
         self.next = Some(Box::new(next));
+        self
+    }
+
+    /// Let a plan this hop accepts leave only when the next hop would accept it too: two
+    /// models that read a request differently rarely agree on the same wrong plan, so a fast
+    /// hop that is confidently wrong on phrasing it never saw is caught by a slower one that
+    /// reads it, at the cost of the next hop scoring every accepted plan (one forward over the
+    /// request and the plan, not a decode).
+    pub fn confirmed_by_next(mut self) -> Self {
+        self.confirmed_by_next = true;
         self
     }
 
@@ -1191,7 +1205,12 @@ impl Planner {
         let start = Instant::now();
         let decoded = self.decode(req)?;
         let confidence = decoded.confidence(self.settings.confidence);
-        let reason = self.gate(&decoded);
+        let mut reason = self.gate(&decoded);
+        if let (None, true, Some(next), Some(plan)) =
+            (&reason, self.confirmed_by_next, &self.next, &decoded.plan)
+        {
+            reason = self.next_doubts(next, req, plan)?;
+        }
         let own_time = start.elapsed();
         self.bump(|c| c.requests += 1);
         let hops: Vec<HopReport> = self
@@ -1231,18 +1250,7 @@ impl Planner {
             None => reason,
         };
         if let Some(next) = &self.next {
-            // The next hop plans against this hop's catalog, not its own default.
-            let forwarded;
-            let req = if req.catalog.is_none() && next.catalog_hash != self.catalog_hash {
-                forwarded = PlanRequest {
-                    catalog: Some(self.catalog.clone()),
-                    ..req.clone()
-                };
-                &forwarded
-            } else {
-                req
-            };
-            let mut outcome = next.plan_request(req)?;
+            let mut outcome = next.plan_request(&self.forwarded(req, next))?;
             outcome.hops.splice(0..0, hops);
             if outcome.escalated {
                 outcome.reason = Some(match outcome.reason {
@@ -1291,6 +1299,43 @@ impl Planner {
         Ok(outcome)
     }
 
+    /// `req` as the next hop gets it: against this hop's catalog, not the next's own default.
+    fn forwarded<'a>(
+        &self,
+        req: &'a PlanRequest,
+        next: &Planner,
+    ) -> std::borrow::Cow<'a, PlanRequest> {
+        if req.catalog.is_none() && next.catalog_hash != self.catalog_hash {
+            std::borrow::Cow::Owned(PlanRequest {
+                catalog: Some(self.catalog.clone()),
+                ..req.clone()
+            })
+        } else {
+            std::borrow::Cow::Borrowed(req)
+        }
+    }
+
+    /// Why the next hop would not accept the plan this hop accepted (`None`: it would).
+    fn next_doubts(
+        &self,
+        next: &Planner,
+        req: &PlanRequest,
+        plan: &Plan,
+    ) -> Result<Option<String>, PlannerError> {
+        let name = next.hop.as_deref().unwrap_or("the next hop");
+        let floor = next.settings.conf_floor;
+        Ok(match next.score_request(&self.forwarded(req, next), plan) {
+            Ok(score) if score >= floor => None,
+            Ok(score) => Some(format!(
+                "{name} does not confirm it (its score {score:.4} < its floor {floor:.4})"
+            )),
+            Err(PlannerError::NotWritable(why) | PlannerError::TooLong(why)) => {
+                Some(format!("{name} does not confirm it ({why})"))
+            }
+            Err(e) => return Err(e),
+        })
+    }
+
     /// Append the teacher's plan as a trace; it carries the request's own catalog when that
     /// differs from the planner's.
     fn harvest(
@@ -1327,15 +1372,22 @@ impl Planner {
     /// not allow (invalid, or written in a form the grammar never writes) is
     /// [`PlannerError::NotWritable`], naming where it leaves the grammar.
     pub fn score(&self, request: &str, plan: &Plan) -> Result<f32, PlannerError> {
+        self.score_request(&PlanRequest::new(request), plan)
+    }
+
+    /// [`Planner::score`] for a request with its own catalog, tool choice and limits.
+    pub fn score_request(&self, req: &PlanRequest, plan: &Plan) -> Result<f32, PlannerError> {
         let plan = if self.settings.tool_pointers {
-            std::borrow::Cow::Owned(pointers::to_pointers(plan, &self.catalog))
+            let (catalog, _) = self.catalog_and_hash(req.catalog.as_ref());
+            std::borrow::Cow::Owned(pointers::to_pointers(plan, &catalog))
         } else {
             std::borrow::Cow::Borrowed(plan)
         };
         // Spaced as the pretrained formats write JSON (`{"name": "x", ...}`), what their
         // models and grammars write; the DSL renders one way.
         let text = self.settings.syntax.render_spaced(&plan);
-        let d = self.decode_following(&PlanRequest::new(request), Some(&text))?;
+        // A request's deadline holds here too: past it, the plan is not scored (a dead end).
+        let d = self.decode_following(req, Some(&text))?;
         match d.dead {
             None => Ok(d.confidence(self.settings.confidence)),
             Some(reason) if reason.starts_with(LEFT_THE_GRAMMAR) => {

@@ -146,6 +146,60 @@ fn requests_go_hop_by_hop_then_to_the_teacher() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `confirmed_by_next`: a plan the first hop accepts leaves only if the next hop would accept
+/// it too (its score of the plan at or above its floor). Here both hops are the embedded
+/// planner, so the next hop's score is the first hop's own confidence: a next hop whose floor
+/// is 0 (no plan reaches it) confirms nothing and the request goes on to it; one at -1
+/// confirms the plan, which the first hop answers.
+#[test]
+fn a_hop_confirmed_by_the_next_answers_only_what_the_next_would_accept() {
+    let dir = tmp("confirm");
+    let cascade = |floor: &str| {
+        let path = write(
+            &dir,
+            "cascade.json",
+            &format!(
+                r#"{{"hops": [{{"name": "fast", "embedded": true, "confirmed_by_next": true}},
+                             {{"name": "careful", "embedded": true, "floor": {floor}}}]}}"#
+            ),
+        );
+        cascade::load(&path).unwrap().planner
+    };
+    let request = "click the blue Submit button";
+    let doubting = cascade("0.0");
+    let o = doubting.plan(request).unwrap();
+    assert!(o.escalated, "{o:?}");
+    assert!(!o.hops[0].accepted, "{:?}", o.hops);
+    let why = o.hops[0].reason.as_deref().unwrap();
+    assert!(
+        why.contains("careful does not confirm it") && why.contains("< its floor 0.0000"),
+        "{why}"
+    );
+    let confirming = cascade("-1.0");
+    let o = confirming.plan(request).unwrap();
+    assert_eq!(
+        (o.hop.as_deref(), o.escalated, o.hops.len()),
+        (Some("fast"), false, 1),
+        "{o:?}"
+    );
+    assert_eq!(o.calls[0].name, "perform");
+    // the next hop scored the plan, it did not plan the request
+    assert_eq!(confirming.hops()[1].counters().requests, 0);
+    // a hop with nothing after it, or an engine after it, cannot be confirmed
+    let e = load_err(
+        &dir,
+        r#"{"hops": [{"embedded": true, "confirmed_by_next": true}]}"#,
+    );
+    assert!(e.contains("hops[0]") && e.contains("needs a hop after"), "{e}");
+    let e = load_err(
+        &dir,
+        r#"{"hops": [{"embedded": true, "confirmed_by_next": true},
+                     {"backend": "openai:http://127.0.0.1:9/v1#m"}]}"#,
+    );
+    assert!(e.contains("logits"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn a_hop_refits_its_floor_under_the_guarantee_and_refuses_when_it_cannot_certify() {
     let dir = tmp("refit");
