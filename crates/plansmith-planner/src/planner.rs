@@ -1377,12 +1377,16 @@ impl Planner {
 
     /// [`Planner::score`] for a request with its own catalog, tool choice and limits.
     pub fn score_request(&self, req: &PlanRequest, plan: &Plan) -> Result<f32, PlannerError> {
+        let (catalog, hash) = self.catalog_and_hash(req.catalog.as_ref());
         let plan = if self.settings.tool_pointers {
-            let (catalog, _) = self.catalog_and_hash(req.catalog.as_ref());
-            std::borrow::Cow::Owned(pointers::to_pointers(plan, &catalog))
+            pointers::to_pointers(plan, &catalog)
         } else {
-            std::borrow::Cow::Borrowed(plan)
+            plan.clone()
         };
+        // Values typed by the schema, as a decode's plan is: a plan read from the DSL has
+        // `"5"` where the grammar writes `5`.
+        let grammar_catalog = self.grammar_catalog(&catalog);
+        let plan = self.validator(&hash, &grammar_catalog)?.type_values(&plan);
         // Spaced as the pretrained formats write JSON (`{"name": "x", ...}`), what their
         // models and grammars write; the DSL renders one way.
         let text = self.settings.syntax.render_spaced(&plan);

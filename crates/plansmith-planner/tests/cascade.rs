@@ -190,7 +190,10 @@ fn a_hop_confirmed_by_the_next_answers_only_what_the_next_would_accept() {
         &dir,
         r#"{"hops": [{"embedded": true, "confirmed_by_next": true}]}"#,
     );
-    assert!(e.contains("hops[0]") && e.contains("needs a hop after"), "{e}");
+    assert!(
+        e.contains("hops[0]") && e.contains("needs a hop after"),
+        "{e}"
+    );
     let e = load_err(
         &dir,
         r#"{"hops": [{"embedded": true, "confirmed_by_next": true},

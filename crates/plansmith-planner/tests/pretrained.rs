@@ -160,6 +160,20 @@ fn score_prefers_the_right_call_and_free_mode_runs() {
     let w = p2.score("what's the weather in Paris?", &wrong).unwrap();
     assert!(r.is_finite() && w.is_finite());
     assert!(r > w, "right {r} <= wrong {w}");
+    // a plan read from the DSL has "3" where the grammar writes 3: typed before it is scored
+    let volume = Catalog::from_value(&serde_json::json!([
+        {"name": "set_volume", "parameters": {"type": "object",
+            "properties": {"level": {"type": "integer"}}, "required": ["level"]}}]))
+    .unwrap();
+    let p3 = Planner::pretrained(&gguf(), None, volume, PlannerSettings::chat()).unwrap();
+    let dsl = plansmith_core::Syntax::Dsl
+        .parse("set_volume(level=3)")
+        .unwrap();
+    let typed = p3.score("set the volume to 3", &dsl).unwrap();
+    let json: plansmith_core::Plan = plansmith_core::Syntax::JsonArray
+        .parse(r#"[{"name": "set_volume", "arguments": {"level": 3}}]"#)
+        .unwrap();
+    assert_eq!(typed, p3.score("set the volume to 3", &json).unwrap());
     let mut sampler = plansmith_lm::Sampler::new(0.0, 0);
     let d = p2
         .decode_free("what's the weather in Paris?", None, &mut sampler)
