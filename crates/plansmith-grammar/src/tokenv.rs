@@ -234,7 +234,12 @@ impl TokEnv {
 
     /// The bytes of a token (special tokens keep their 0xFF marker).
     pub fn token_bytes(&self, id: u32) -> Vec<u8> {
-        self.inner.tok_trie().token(id).to_vec()
+        self.token_slice(id).to_vec()
+    }
+
+    /// [`Self::token_bytes`] without a copy, for loops over the vocabulary.
+    pub fn token_slice(&self, id: u32) -> &[u8] {
+        self.inner.tok_trie().token(id)
     }
 
     /// Greedy (longest-match) tokenization, as used for forced tokens.

@@ -891,9 +891,9 @@ impl Planner {
                 if id == self.eos {
                     continue;
                 }
-                let bytes = env.token_bytes(id);
+                let bytes = env.token_slice(id);
                 if !bytes.is_empty()
-                    && rest.starts_with(&bytes)
+                    && rest.starts_with(bytes)
                     && best.is_none_or(|(_, n)| bytes.len() > n)
                 {
                     best = Some((id, bytes.len()));
