@@ -60,6 +60,17 @@ impl InferCache {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+    /// Keep the first `len` positions and drop the rest (a no-op when `len` is not shorter).
+    pub fn truncate(&mut self, len: usize) {
+        if len >= self.len {
+            return;
+        }
+        for rows in self.keys.iter_mut().chain(self.values.iter_mut()) {
+            let width = rows.len() / self.len;
+            rows.truncate(len * width);
+        }
+        self.len = len;
+    }
 }
 
 /// Which positions [`InferModel::forward`] returns logits for.

@@ -100,3 +100,25 @@ fn errors_leave_the_cache_unchanged() {
     fast.forward(&seq(2), &mut cache, Rows::Last).unwrap();
     assert_eq!(cache.len(), block);
 }
+
+#[test]
+fn a_truncated_cache_continues_as_if_the_dropped_tokens_were_never_fed() {
+    let m = spicy_model(PosEncoding::Rope, 5);
+    let fast = InferModel::from_model(&m).unwrap();
+    let mut cache = InferCache::new();
+    fast.forward(&seq(12), &mut cache, Rows::Last).unwrap();
+    let dropped = fast.forward(&[5, 6, 7], &mut cache, Rows::All).unwrap();
+    cache.truncate(12);
+    assert_eq!(cache.len(), 12);
+    let after = fast.forward(&[9, 4], &mut cache, Rows::All).unwrap();
+    let mut fresh = InferCache::new();
+    let mut all = seq(12);
+    all.extend([9, 4]);
+    let want = fast.forward(&all, &mut fresh, Rows::All).unwrap();
+    let vocab = m.config().vocab;
+    assert!(max_abs_diff(&after, &want[want.len() - 2 * vocab..]) <= 1e-4);
+    assert!(max_abs_diff(&after[vocab..], &dropped[2 * vocab..]) > 0.01);
+    // truncating to a length the cache does not exceed changes nothing
+    cache.truncate(99);
+    assert_eq!(cache.len(), 14);
+}

@@ -107,6 +107,9 @@ pub trait DecodeState {
     fn step(&mut self, id: u32) -> Result<Vec<f32>, PlannerError>;
     /// How many more tokens fit in the context.
     fn room(&self) -> usize;
+    /// Forget the last `n` tokens fed (at most as many as were fed after the prompt), so
+    /// another continuation can be fed from there.
+    fn rewind(&mut self, n: usize);
 }
 
 /// The prompt has been fed: a state and the logits of the first completion token, or the

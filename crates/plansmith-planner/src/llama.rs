@@ -293,4 +293,9 @@ impl DecodeState for LlamaState {
     fn room(&self) -> usize {
         self.limit.saturating_sub(self.session.len())
     }
+
+    fn rewind(&mut self, n: usize) {
+        let len = self.session.len().saturating_sub(n);
+        self.session.truncate(len);
+    }
 }

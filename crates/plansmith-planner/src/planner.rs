@@ -22,6 +22,8 @@ use crate::teacher::Teacher;
 use crate::tiny::TinyLm;
 use crate::{pointers, prior, prompt};
 
+mod follow;
+
 /// Where the emitted plan came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -549,23 +551,10 @@ impl Planner {
 
     /// Constrained greedy decode of one request (no gate, no teacher).
     pub fn decode(&self, req: &PlanRequest) -> Result<Decoded, PlannerError> {
-        self.decode_following(req, None)
-    }
-
-    /// [`Planner::decode`], or with `follow`, the same steps writing that text instead of the
-    /// model's choices: every step is scored as decoding scores it (forced and chosen tokens,
-    /// the end weighed against going on), so a plan's score is the confidence the planner
-    /// would have had writing it. Where the grammar does not allow the text, the outcome is a
-    /// dead end naming where it left it.
-    fn decode_following(
-        &self,
-        req: &PlanRequest,
-        follow: Option<&str>,
-    ) -> Result<Decoded, PlannerError> {
         if req.deadline.is_some_and(|d| Instant::now() >= d) {
             return Ok(dead_end("deadline reached before decoding began".into()));
         }
-        if let (Some(remote), None) = (&self.remote, follow) {
+        if let Some(remote) = &self.remote {
             return self.decode_remote(remote, req);
         }
         let (catalog, hash) = self.catalog_and_hash(req.catalog.as_ref());
@@ -691,21 +680,8 @@ impl Planner {
                 if self.settings.syntax == Syntax::ToolCall {
                     calls_closed = closed_tool_calls(&constraint.output_text());
                 }
-                if let Some(target) = follow {
-                    let written = constraint.output_text();
-                    if !target.starts_with(&written) {
-                        dead = Some(left_the_grammar(target, &written));
-                        break;
-                    }
-                }
                 continue;
             }
-            // What a followed text has written so far (read before the mask borrows the
-            // constraint).
-            let written = match follow {
-                Some(_) => constraint.output_text(),
-                None => String::new(),
-            };
             let mask = match constraint.mask() {
                 Ok(m) => m,
                 Err(d) => {
@@ -743,7 +719,7 @@ impl Planner {
             // (weighed this way the untrained base enumerated the catalog after its first call),
             // so a reply makes no more calls than the request has clauses for.
             let deciding = self.settings.syntax == Syntax::ToolCall && mask.is_allowed(self.eos);
-            if deciding && calls_closed >= calls_asked_for && follow.is_none() {
+            if deciding && calls_closed >= calls_asked_for {
                 break;
             }
             // `Some(ln(1 - p(end)))` where the model goes on: the log-probability of this step.
@@ -756,29 +732,7 @@ impl Planner {
                     && !(prose_banned && self.starts_prose(id))
                     && !(go_on.is_some() && id == self.eos)
             };
-            let tok = if let Some(target) = follow {
-                match target.strip_prefix(written.as_str()) {
-                    Some("") if mask.is_allowed(self.eos) => self.eos,
-                    // the grammar wants more than the plan has
-                    Some("") => {
-                        dead = Some(format!(
-                            "{LEFT_THE_GRAMMAR}: it ends where the grammar goes on"
-                        ));
-                        break;
-                    }
-                    Some(rest) => match self.longest_allowed_prefix(mask, rest.as_bytes()) {
-                        Some(t) => t,
-                        None => {
-                            dead = Some(left_the_grammar(target, &written));
-                            break;
-                        }
-                    },
-                    None => {
-                        dead = Some(left_the_grammar(target, &written));
-                        break;
-                    }
-                }
-            } else if out_ids.len() < max_new && !repeated {
+            let tok = if out_ids.len() < max_new && !repeated {
                 match &prior {
                     Some(p) => p
                         .choose(&logits, allowed)
@@ -814,12 +768,6 @@ impl Planner {
                 }
                 break;
             }
-            let go_on = match (go_on, follow) {
-                (None, Some(_)) if deciding => {
-                    Some((-log_prob(&logits, self.eos).exp()).ln_1p().max(f32::MIN))
-                }
-                (g, _) => g,
-            };
             let lp32 = go_on.unwrap_or_else(|| log_prob(&logits, tok));
             weakest = weakest.min(lp32);
             let lp = lp32 as f64;
@@ -856,15 +804,6 @@ impl Planner {
             logits = state.step(tok)?;
         }
         let text = constraint.output_text();
-        if let (Some(target), None) = (follow, &dead) {
-            if text != target {
-                dead = Some(format!(
-                    "{LEFT_THE_GRAMMAR}: the grammar ends after byte {} of its {}",
-                    text.len(),
-                    target.len()
-                ));
-            }
-        }
         let mean = |s: f64, n: usize| if n == 0 { 0.0 } else { (s / n as f64) as f32 };
         let mut decoded = self.check(&catalog, &hash, &request_text, &text)?;
         decoded.dead = dead;
@@ -876,31 +815,6 @@ impl Planner {
         decoded.chosen_tokens = n_chosen;
         decoded.prompt_tokens = prompt_tokens;
         Ok(decoded)
-    }
-
-    /// The longest token the mask allows whose bytes begin `rest` (how a given text is
-    /// written under the grammar: the vocabulary's longest pieces, as its tokenizer would).
-    fn longest_allowed_prefix(&self, mask: &plansmith_grammar::Mask, rest: &[u8]) -> Option<u32> {
-        let env = self.engine.env();
-        let mut best: Option<(u32, usize)> = None;
-        for (w, &word) in mask.words().iter().enumerate() {
-            let mut bits = word;
-            while bits != 0 {
-                let id = (w * 32) as u32 + bits.trailing_zeros();
-                bits &= bits - 1;
-                if id == self.eos {
-                    continue;
-                }
-                let bytes = env.token_slice(id);
-                if !bytes.is_empty()
-                    && rest.starts_with(bytes)
-                    && best.is_none_or(|(_, n)| bytes.len() > n)
-                {
-                    best = Some((id, bytes.len()));
-                }
-            }
-        }
-        best.map(|(id, _)| id)
     }
 
     /// Whether `token` begins a prose reply (its first byte a letter).
@@ -1391,7 +1305,7 @@ impl Planner {
         // models and grammars write; the DSL renders one way.
         let text = self.settings.syntax.render_spaced(&plan);
         // A request's deadline holds here too: past it, the plan is not scored (a dead end).
-        let d = self.decode_following(req, Some(&text))?;
+        let d = self.follow(req, &text)?;
         match d.dead {
             None => Ok(d.confidence(self.settings.confidence)),
             Some(reason) if reason.starts_with(LEFT_THE_GRAMMAR) => {

@@ -163,6 +163,7 @@ mod tests {
         fn room(&self) -> usize {
             4
         }
+        fn rewind(&mut self, _n: usize) {}
     }
 
     fn argmax(v: &[f32]) -> usize {

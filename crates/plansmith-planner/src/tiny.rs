@@ -56,6 +56,11 @@ impl DecodeState for TinyState<'_> {
     fn room(&self) -> usize {
         self.model.config().block.saturating_sub(self.cache.len())
     }
+
+    fn rewind(&mut self, n: usize) {
+        let len = self.cache.len().saturating_sub(n);
+        self.cache.truncate(len);
+    }
 }
 
 impl ModelBackend for TinyLm {

@@ -12,10 +12,12 @@ use plansmith_planner::backend::{DecodeState, ModelBackend, Persisted, Started};
 use plansmith_planner::prompt::CatalogText;
 use plansmith_planner::{PlanRequest, Planner, PlannerError, PlannerMeta, PlannerSettings};
 
-/// Ids: 0..256 the bytes, 256 `<tool_call>\n`, 257 the end token.
+/// Ids: 0..256 the bytes, 256 `<tool_call>\n`, 257 the end token, 258 `Safari` (a piece the
+/// model never writes: it spells its wish byte by byte).
 const TAG: u32 = 256;
 const END: u32 = 257;
-const VOCAB: usize = 258;
+const SAFARI: u32 = 258;
+const VOCAB: usize = 259;
 
 struct Scripted {
     /// What the model wants to write after the prompt.
@@ -32,6 +34,8 @@ struct State<'a> {
     end: f32,
     /// The tag has been written: the wish follows it.
     tagged: bool,
+    /// `(pos, tagged)` before each token fed, to rewind.
+    fed: Vec<(usize, bool)>,
 }
 
 impl State<'_> {
@@ -63,6 +67,7 @@ impl DecodeState for State<'_> {
     }
 
     fn step(&mut self, id: u32) -> Result<Vec<f32>, PlannerError> {
+        self.fed.push((self.pos, self.tagged));
         if id == TAG && self.pos == 0 && !self.tagged {
             self.tagged = true;
             return Ok(self.logits());
@@ -80,6 +85,14 @@ impl DecodeState for State<'_> {
     fn room(&self) -> usize {
         4096
     }
+
+    fn rewind(&mut self, n: usize) {
+        let keep = self.fed.len().saturating_sub(n);
+        if let Some(&(pos, tagged)) = self.fed.get(keep) {
+            (self.pos, self.tagged) = (pos, tagged);
+        }
+        self.fed.truncate(keep);
+    }
 }
 
 impl ModelBackend for Scripted {
@@ -87,6 +100,8 @@ impl ModelBackend for Scripted {
         let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
         tokens.push(b"<tool_call>\n".to_vec());
         tokens.push(Vec::new());
+        assert_eq!(tokens.len(), SAFARI as usize);
+        tokens.push(b"Safari".to_vec());
         Ok(TokEnv::from_token_bytes(tokens, END, &[], None).unwrap())
     }
     fn grammar_eos(&self) -> u32 {
@@ -117,6 +132,7 @@ impl ModelBackend for Scripted {
             tag: self.tag,
             end: self.end,
             tagged: false,
+            fed: Vec::new(),
         };
         let logits = state.logits();
         Ok(Started::Ready {
@@ -249,7 +265,10 @@ fn a_second_call_needs_the_model_to_go_on_and_the_request_to_ask_for_it() {
 
 /// Scoring a `<tool_call>` plan walks the decode's own steps: the decision to open a call
 /// counts as ln(1 - p(end)), not the tag's logit, so a plan the planner writes scores what
-/// decoding it gave (its floor's number), and "no call" scores the end's probability.
+/// decoding it gave (its floor's number), and "no call" scores the end's probability. The plan
+/// is written with the model's own pieces: the grammar alone would write `Safari` as one token
+/// (e^-10 to this model, which spells it byte by byte), and the score would fall far below the
+/// decode's.
 #[test]
 fn a_tool_call_plan_scores_what_decoding_it_gave() {
     let call = "{\"name\": \"open\", \"arguments\": {\"app\": \"Safari\"}}";
