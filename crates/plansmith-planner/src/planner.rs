@@ -344,7 +344,7 @@ impl Planner {
             .prepare_hashed(
                 &catalog_hash,
                 &grammar_catalog,
-                &planner.options(ToolChoice::Auto, None),
+                &planner.decode_options(ToolChoice::Auto, None, ""),
             )
             .map_err(PlannerError::from)?;
         Ok(planner)
@@ -466,6 +466,28 @@ impl Planner {
         self.counters.lock().map(|c| c.clone()).unwrap_or_default()
     }
 
+    /// The grammar's options for a request decoded here, by this planner's model
+    /// (`request_text`, cleaned): [`Planner::options`] with a JSON array bounded to the calls the
+    /// request has clauses for. A pretrained model that goes on after its call (SmolLM2 repeats
+    /// an item until the token budget closes the array) is otherwise turned into extra calls by
+    /// the grammar. The `<tool_call>` surface applies the same bound in the decode loop, where
+    /// the model also weighs ending. (The grammar cache is keyed by the options: a handful of
+    /// bounds per catalog.) A remote engine's model gets the unbounded options.
+    fn decode_options(
+        &self,
+        tool_choice: ToolChoice,
+        max_calls: Option<usize>,
+        request_text: &str,
+    ) -> Options {
+        let mut options = self.options(tool_choice, max_calls);
+        if self.settings.syntax == Syntax::JsonArray {
+            options.max_calls = options
+                .max_calls
+                .min(calls_the_request_can_ask_for(request_text));
+        }
+        options
+    }
+
     fn options(&self, tool_choice: ToolChoice, max_calls: Option<usize>) -> Options {
         let mut max_calls = max_calls.unwrap_or(self.settings.max_calls).max(1);
         // A planner whose vocabulary cannot spell the DSL's call separator can emit one call
@@ -544,7 +566,8 @@ impl Planner {
         self.engine.prepare_hashed(
             &hash,
             &grammar_catalog,
-            &self.options(ToolChoice::Auto, None),
+            // a request of one clause, the usual one (a JSON array's bound follows the request)
+            &self.decode_options(ToolChoice::Auto, None, ""),
         )?;
         Ok(())
     }
@@ -568,8 +591,8 @@ impl Planner {
             }
             other => other.clone(),
         };
-        let options = self.options(tool_choice, req.max_calls);
         let request_text = prompt::clean_request(&req.text);
+        let options = self.decode_options(tool_choice, req.max_calls, &request_text);
         let grammar_request = Request {
             text: request_text.clone(),
             entities: req.entities.clone(),

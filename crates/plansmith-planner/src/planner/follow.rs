@@ -71,8 +71,8 @@ impl Planner {
             }
             other => other.clone(),
         };
-        let options = self.options(tool_choice, req.max_calls);
         let request_text = prompt::clean_request(&req.text);
+        let options = self.decode_options(tool_choice, req.max_calls, &request_text);
         let prepared = self
             .engine
             .prepare_hashed(&hash, &grammar_catalog, &options)?;

@@ -1,8 +1,10 @@
-//! The `<tool_call>` surface's prose answer ("no call") is open only where the model itself
-//! starts in prose. A scripted model (a byte vocabulary plus `<tool_call>` and an end token,
-//! whose logits favour the next byte of the text it "wants" to write) shows both sides: one that
-//! declines in words gets its prose as a plan with no call; one about to open a Markdown code
-//! fence (as Qwen2.5-Coder-0.5B often is) is steered into a tagged call, not into prose.
+//! How a pretrained model's reply is read under the grammar, shown with a scripted model (a
+//! byte vocabulary plus `<tool_call>` and an end token, whose logits favour the next byte of the
+//! text it "wants" to write). The `<tool_call>` surface's prose answer ("no call") is open only
+//! where the model itself starts in prose: one that declines in words gets its prose as a plan
+//! with no call; one about to open a Markdown code fence (as Qwen2.5-Coder-0.5B often is) is
+//! steered into a tagged call, not into prose. In both formats a reply makes no more calls than
+//! the request has clauses for.
 
 use std::path::Path;
 
@@ -168,13 +170,17 @@ fn planner(wish: &str) -> Planner {
 }
 
 fn scripted(wish: &str, tag: f32, end: f32) -> Planner {
+    scripted_as(Syntax::ToolCall, wish, tag, end)
+}
+
+fn scripted_as(syntax: Syntax, wish: &str, tag: f32, end: f32) -> Planner {
     let catalog = Catalog::from_json_str(
         r#"[{"name":"open","description":"Open an app","parameters":{"type":"object",
             "properties":{"app":{"type":"string"}},"required":["app"]}}]"#,
     )
     .unwrap();
     let mut settings = PlannerSettings::chat();
-    settings.syntax = Syntax::ToolCall;
+    settings.syntax = syntax;
     let lm = Scripted {
         wish: wish.as_bytes().to_vec(),
         tag,
@@ -294,4 +300,31 @@ fn a_tool_call_plan_scores_what_decoding_it_gave() {
     // the call it would not make scores as going on against a likely end: lower
     let going_on = p.score("open safari", &plan).unwrap();
     assert!(going_on < score, "calling {going_on}, declining {score}");
+}
+
+/// A JSON array holds as many calls as the request has clauses for, no more: the grammar closes
+/// the array where a model that goes on after its call (SmolLM2 repeats an item until the token
+/// budget closes it) would otherwise have it turned into more calls.
+#[test]
+fn a_json_array_holds_no_more_calls_than_the_request_asks_for() {
+    let wish = r#"[{"name":"open","arguments":{"app":"Safari"}},{"name":"open","arguments":{"app":"Mail"}}]"#;
+    let p = scripted_as(Syntax::JsonArray, wish, 5.0, 0.0);
+    let apps = |request: &str| -> Vec<serde_json::Value> {
+        let d = p.decode(&PlanRequest::new(request)).unwrap();
+        let plan = d.plan.as_ref().expect("a JSON array parses");
+        plan.calls
+            .iter()
+            .map(|c| c.arguments["app"].clone())
+            .collect()
+    };
+    assert_eq!(apps("open safari and mail"), ["Safari", "Mail"]);
+    assert_eq!(apps("open safari"), ["Safari"]);
+    // a request's own bound is never raised by its clauses
+    let d = p
+        .decode(&PlanRequest {
+            max_calls: Some(1),
+            ..PlanRequest::new("open safari and mail")
+        })
+        .unwrap();
+    assert_eq!(d.plan.expect("a JSON array parses").calls.len(), 1);
 }
