@@ -23,3 +23,34 @@ pub fn stages(bar: &Option<ProgressBar>) -> impl FnMut(&str, usize, usize) + '_ 
         }
     }
 }
+
+/// Where stderr is not a terminal (a job in the background, a CI log) a bar draws nothing: there
+/// a line goes to stderr each twentieth of the way instead (once the run has taken 10 s), so a
+/// long run's log shows where it is and how long is left.
+pub fn log_when_hidden(bar: &ProgressBar, done: u64, total: u64, message: &str) {
+    let step = (total / 20).max(1);
+    // A run of seconds needs no log of its progress.
+    let long = bar.elapsed() >= std::time::Duration::from_secs(10);
+    if !bar.is_hidden() || !long || (done % step != 0 && done != total) {
+        return;
+    }
+    let elapsed = bar.elapsed().as_secs();
+    let left = if done == 0 {
+        0
+    } else {
+        elapsed * (total - done.min(total)) / done
+    };
+    eprintln!(
+        "{done}/{total} {message} ({} elapsed, about {} left)",
+        minutes(elapsed),
+        minutes(left)
+    );
+}
+
+fn minutes(secs: u64) -> String {
+    if secs < 60 {
+        format!("{secs} s")
+    } else {
+        format!("{} min", secs.div_ceil(60))
+    }
+}

@@ -5,6 +5,7 @@ use std::time::Duration;
 use crate::checker::{check_item, CheckOptions};
 use crate::data::{BfclCall, BfclItem};
 use crate::error::EvalError;
+use crate::journal::Done;
 use crate::report::{EvalReport, ItemRecord};
 
 /// What a subject answered for one item.
@@ -102,29 +103,60 @@ pub fn run_eval_with<S: Subject + ?Sized>(
     subject: &mut S,
     items: &[BfclItem],
     opts: &CheckOptions,
+    progress: impl FnMut(&Progress<'_>),
+) -> Result<EvalRun, EvalError> {
+    run_eval_resuming(subject, items, opts, &Done::new(), |_| Ok(()), progress)
+}
+
+/// [`run_eval_with`] for a run that was stopped: items in `done` (an earlier run's records, by
+/// id, from its [`crate::journal::Journal`]) are not asked again, only re-scored from the calls
+/// they recorded (so a checker fixed since scores them too); each new record goes to `scored`
+/// the moment it is scored (to append it to the journal).
+pub fn run_eval_resuming<S: Subject + ?Sized>(
+    subject: &mut S,
+    items: &[BfclItem],
+    opts: &CheckOptions,
+    done: &Done,
+    mut scored: impl FnMut(&ItemRecord) -> Result<(), EvalError>,
     mut progress: impl FnMut(&Progress<'_>),
 ) -> Result<EvalRun, EvalError> {
     let mut records = Vec::with_capacity(items.len());
     let mut correct = 0;
     for (i, item) in items.iter().enumerate() {
-        let out = subject.call(item).map_err(|e| EvalError::Subject {
-            subject: subject.name(),
-            id: item.id.clone(),
-            message: e.to_string(),
-        })?;
-        let verdict = check_item(item, out.calls.as_deref(), opts);
-        correct += usize::from(verdict.valid);
+        let earlier = done.get(&item.id).filter(|r| r.category == item.category);
+        let record = match earlier {
+            Some(r) => {
+                let verdict = check_item(item, r.calls.as_deref(), opts);
+                let latency = Duration::from_secs_f64(r.latency_ms.max(0.0) / 1e3);
+                let mut record =
+                    ItemRecord::new(item, r.output.clone(), r.calls.clone(), &verdict, latency);
+                record.accepted = r.accepted;
+                record.confidence = r.confidence;
+                record
+            }
+            None => {
+                let out = subject.call(item).map_err(|e| EvalError::Subject {
+                    subject: subject.name(),
+                    id: item.id.clone(),
+                    message: e.to_string(),
+                })?;
+                let verdict = check_item(item, out.calls.as_deref(), opts);
+                let mut record = ItemRecord::new(item, out.text, out.calls, &verdict, out.latency);
+                record.accepted = out.accepted;
+                record.confidence = out.confidence.filter(|c| c.is_finite());
+                scored(&record)?;
+                record
+            }
+        };
+        correct += usize::from(record.valid);
         progress(&Progress {
             done: i + 1,
             total: items.len(),
             correct,
             id: &item.id,
             category: &item.category,
-            valid: verdict.valid,
+            valid: record.valid,
         });
-        let mut record = ItemRecord::new(item, out.text, out.calls, &verdict, out.latency);
-        record.accepted = out.accepted;
-        record.confidence = out.confidence.filter(|c| c.is_finite());
         records.push(record);
     }
     let report = EvalReport::from_records(&records);

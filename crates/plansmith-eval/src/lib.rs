@@ -6,6 +6,7 @@
 //! * [`report`]: category scores, the JSON report, per-item JSONL records, Markdown and SVG
 //!   beside published anchors.
 //! * [`harness`]: the [`Subject`] trait and the [`run_eval`] driver.
+//! * [`journal`]: a long run's scored items, appended as they are scored, to resume it.
 //! * [`bfcl_schema`]: BFCL parameter schemas -> JSON Schema.
 //!
 //! Assets (BFCL data, the reference checker) come from `scripts/assets.sh`; see
@@ -16,6 +17,7 @@ pub mod checker;
 pub mod data;
 pub mod error;
 pub mod harness;
+pub mod journal;
 pub mod report;
 
 pub use checker::{check_item, standardize_string, CheckOptions, Verdict};
@@ -25,8 +27,10 @@ pub use data::{
 };
 pub use error::EvalError;
 pub use harness::{
-    run_eval, run_eval_with, EvalRun, Progress, Subject, SubjectCause, SubjectError, SubjectOutput,
+    run_eval, run_eval_resuming, run_eval_with, EvalRun, Progress, Subject, SubjectCause,
+    SubjectError, SubjectOutput,
 };
+pub use journal::Journal;
 pub use report::{
     score_category, score_category_with, Anchor, CategoryScore, EvalReport, GateScore, ItemRecord,
     LatencySummary, PUBLISHED_ANCHORS,

@@ -8,14 +8,17 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use plansmith_core::{Catalog, Plan, Syntax};
 use plansmith_eval::{
-    load_categories, run_eval, BfclCall, BfclItem, Subject, SubjectError, SubjectOutput,
-    PUBLISHED_ANCHORS,
+    load_categories, run_eval_resuming, BfclCall, BfclItem, CheckOptions, Journal, Subject,
+    SubjectError, SubjectOutput, PUBLISHED_ANCHORS,
 };
 use plansmith_planner::teacher::OpenAiTeacher;
 use plansmith_planner::{GrammarError, PlanRequest, Planner, PlannerError};
 use serde_json::{json, Map, Value};
 
 use crate::Outcome;
+
+/// The journal a run with --out keeps in its directory until it finishes.
+const JOURNAL: &str = "items.partial.jsonl";
 
 /// The categories BFCL's non-live AST score averages, plus irrelevance.
 const DEFAULT_CATEGORIES: &str = "simple_python,multiple,parallel,parallel_multiple,irrelevance";
@@ -57,7 +60,9 @@ pub struct BfclArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
-    /// Write report.json, items.jsonl, report.md and chart.svg here.
+    /// Write report.json, items.jsonl, report.md and chart.svg here. Until the run ends, each
+    /// scored item is appended to items.partial.jsonl there: the same command run again
+    /// resumes a stopped run (another model or mode is refused: remove the file to start over).
     #[arg(long)]
     out: Option<PathBuf>,
 }
@@ -325,16 +330,47 @@ pub fn run(args: BfclArgs) -> anyhow::Result<Outcome> {
         }
     };
     let name = subject.name();
-    let bar = (!args.json).then(|| crate::progress::bar(items.len() as u64, "BFCL"));
-    let run = run_eval(subject.as_mut(), &items, |p| {
-        if let Some(b) = &bar {
-            b.set_position(p.done as u64);
-            b.set_message(format!(
-                "accuracy {:.1}%",
-                100.0 * p.correct as f64 / p.done.max(1) as f64
-            ));
+    // With --out, each scored item is appended to a journal there as it is scored: a stopped run
+    // (every item of a category is hours on a laptop) resumes where it stopped.
+    let journal_key = run_description(&name, &args, &dir);
+    let (mut journal, done) = match &args.out {
+        Some(out) => {
+            std::fs::create_dir_all(out)?;
+            let (journal, done) = Journal::open(out.join(JOURNAL), &journal_key)?;
+            let resumed = items.iter().filter(|it| done.contains_key(&it.id)).count();
+            if resumed > 0 && !args.json {
+                eprintln!(
+                    "resuming: {resumed} of {} items were scored by an earlier run ({})",
+                    items.len(),
+                    journal.path().display()
+                );
+            }
+            (Some(journal), done)
         }
-    })?;
+        None => (None, Default::default()),
+    };
+    let bar = (!args.json).then(|| crate::progress::bar(items.len() as u64, "BFCL"));
+    let run = run_eval_resuming(
+        subject.as_mut(),
+        &items,
+        &CheckOptions::default(),
+        &done,
+        |record| match journal.as_mut() {
+            Some(j) => j.append(record),
+            None => Ok(()),
+        },
+        |p| {
+            if let Some(b) = &bar {
+                let message = format!(
+                    "accuracy {:.1}%",
+                    100.0 * p.correct as f64 / p.done.max(1) as f64
+                );
+                b.set_position(p.done as u64);
+                crate::progress::log_when_hidden(b, p.done as u64, p.total as u64, &message);
+                b.set_message(message);
+            }
+        },
+    )?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -355,6 +391,9 @@ pub fn run(args: BfclArgs) -> anyhow::Result<Outcome> {
         )?;
         write("report.md", &report.to_markdown(&name, &PUBLISHED_ANCHORS))?;
         write("chart.svg", &report.to_svg(&name, &PUBLISHED_ANCHORS))?;
+        if let Some(journal) = journal {
+            journal.finish()?;
+        }
     }
     if args.json {
         println!("{}", report.to_json()?);
@@ -369,6 +408,38 @@ pub fn run(args: BfclArgs) -> anyhow::Result<Outcome> {
         }
     }
     Ok(Outcome::Ok)
+}
+
+/// What makes one run's answers another's: the subject, every option that changes a reply, the
+/// data and the binary. A journal resumes only the run it describes.
+fn run_description(subject: &str, args: &BfclArgs, data: &std::path::Path) -> String {
+    let m = &args.local;
+    let mut parts = vec![subject.to_string()];
+    for (flag, path) in [
+        ("planner", &m.planner),
+        ("gguf", &m.gguf),
+        ("lora", &m.lora),
+        ("cascade", &m.cascade),
+    ] {
+        if let Some(p) = path {
+            parts.push(format!("--{flag} {}", p.display()));
+        }
+    }
+    if m.gguf.is_some() {
+        parts.push(format!(
+            "--reply-format {:?} --copy {:?} --tool-list {:?}",
+            m.reply_format, m.copy, m.tool_list
+        ));
+    }
+    if let Some(w) = m.name_prior {
+        parts.push(format!("--name-prior {w}"));
+    }
+    if let Some(b) = &m.backend {
+        parts.push(format!("--backend {b}"));
+    }
+    parts.push(format!("data {}", data.display()));
+    parts.push(format!("plansmith {}", env!("CARGO_PKG_VERSION")));
+    parts.join(" · ")
 }
 
 fn file_name(p: &std::path::Path) -> String {
