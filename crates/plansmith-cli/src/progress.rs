@@ -51,6 +51,6 @@ fn minutes(secs: u64) -> String {
     if secs < 60 {
         format!("{secs} s")
     } else {
-        format!("{} min", secs.div_ceil(60))
+        format!("{} min", (secs + 30) / 60)
     }
 }
