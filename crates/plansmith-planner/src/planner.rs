@@ -745,15 +745,6 @@ impl Planner {
             if deciding && calls_closed >= calls_asked_for {
                 break;
             }
-            // After a call, a reply ends where ending is what the model would write next, as
-            // free greedy decoding would end it: weighed against all else together, the
-            // untrained base went on after nearly every call with variants of it ("type":
-            // "plus" after "comfort") and values the request never gave (BFCL live_simple,
-            // every item: 104 of 258 replies with the wrong number of calls; 11 of the first 50
-            // right, against 31 before calls were weighed this way).
-            if deciding && calls_closed > 0 && masked_argmax(&logits, |_| true) == self.eos {
-                break;
-            }
             // `Some(ln(1 - p(end)))` where the model goes on: the log-probability of this step.
             let go_on = deciding
                 .then(|| log_prob(&logits, self.eos))
