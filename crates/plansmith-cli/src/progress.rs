@@ -31,15 +31,13 @@ pub fn log_when_hidden(bar: &ProgressBar, done: u64, total: u64, message: &str) 
     let step = (total / 20).max(1);
     // A run of seconds needs no log of its progress.
     let long = bar.elapsed() >= std::time::Duration::from_secs(10);
-    if !bar.is_hidden() || !long || (done % step != 0 && done != total) {
+    if !bar.is_hidden() || !long || (!done.is_multiple_of(step) && done != total) {
         return;
     }
     let elapsed = bar.elapsed().as_secs();
-    let left = if done == 0 {
-        0
-    } else {
-        elapsed * (total - done.min(total)) / done
-    };
+    let left = (elapsed * (total - done.min(total)))
+        .checked_div(done)
+        .unwrap_or(0);
     eprintln!(
         "{done}/{total} {message} ({} elapsed, about {} left)",
         minutes(elapsed),
