@@ -4,22 +4,11 @@
 
 mod support;
 
+use support::{plansmith, text};
+
 use std::net::TcpListener;
-use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-
-fn plansmith(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_plansmith"))
-        .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-        .output()
-        .expect("run plansmith")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 /// An OpenAI-compatible endpoint that answers "no call" to every request but the fifth, which
 /// it refuses (400: a run stops there); returns its URL and how many requests it was sent.

@@ -83,3 +83,17 @@ pub fn write_json(mut stream: std::net::TcpStream, status: &str, body: &str) {
         body.len()
     );
 }
+
+/// Run the built `plansmith` with `args` from the repository root.
+pub fn plansmith(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_plansmith"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .output()
+        .expect("run plansmith")
+}
+
+/// A process's output as text.
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
