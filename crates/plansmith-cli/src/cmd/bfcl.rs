@@ -411,7 +411,7 @@ pub fn run(args: BfclArgs) -> anyhow::Result<Outcome> {
 }
 
 /// What makes one run's answers another's: the subject, every option that changes a reply, the
-/// data and the binary. A journal resumes only the run it describes.
+/// data and the binary (a rebuilt binary starts a fresh run, even of the same code). A journal resumes only the run it describes.
 fn run_description(subject: &str, args: &BfclArgs, data: &std::path::Path) -> String {
     let m = &args.local;
     let mut parts = vec![subject.to_string()];
@@ -438,7 +438,23 @@ fn run_description(subject: &str, args: &BfclArgs, data: &std::path::Path) -> St
         parts.push(format!("--backend {b}"));
     }
     parts.push(format!("data {}", data.display()));
-    parts.push(format!("plansmith {}", env!("CARGO_PKG_VERSION")));
+    // The binary itself (its size and build time): other code with the same version number
+    // must not resume a journal of this one's answers.
+    let binary = std::env::current_exe()
+        .and_then(std::fs::metadata)
+        .map(|m| {
+            let built = m
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_secs());
+            format!("{} bytes built at {built}", m.len())
+        })
+        .unwrap_or_else(|_| "unknown".into());
+    parts.push(format!(
+        "plansmith {} ({binary})",
+        env!("CARGO_PKG_VERSION")
+    ));
     parts.join(" · ")
 }
 
