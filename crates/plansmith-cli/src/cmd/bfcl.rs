@@ -335,7 +335,9 @@ pub fn run(args: BfclArgs) -> anyhow::Result<Outcome> {
     let journal_key = run_description(&name, &args, &dir);
     let (mut journal, done) = match &args.out {
         Some(out) => {
-            std::fs::create_dir_all(out)?;
+            std::fs::create_dir_all(out).map_err(|e| {
+                anyhow::anyhow!("cannot make the --out directory {}: {e}", out.display())
+            })?;
             let (journal, done) = Journal::open(out.join(JOURNAL), &journal_key)?;
             let resumed = items.iter().filter(|it| done.contains_key(&it.id)).count();
             if resumed > 0 && !args.json {
@@ -376,7 +378,6 @@ pub fn run(args: BfclArgs) -> anyhow::Result<Outcome> {
     }
     let report = &run.report;
     if let Some(out) = &args.out {
-        std::fs::create_dir_all(out)?;
         let write = |file: &str, text: &str| {
             plansmith_core::trace::write_atomic(out.join(file), text.as_bytes())
         };
