@@ -120,8 +120,65 @@ fn main() -> ExitCode {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Failed) => ExitCode::from(1),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_chain(&e));
             ExitCode::from(2)
         }
+    }
+}
+
+/// The error and its causes joined by ": ", leaving out a cause whose text the message before
+/// it already ends with (library errors that print their source inline as well as chain it
+/// would otherwise say the same thing twice).
+fn error_chain(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    let mut last = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !last.is_empty() && last.ends_with(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+        last = text;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_chain;
+
+    /// Shaped like a `thiserror` enum variant `#[error("...: {0}")] X(#[from] E)`.
+    #[derive(Debug)]
+    struct Inline(std::io::Error);
+
+    impl std::fmt::Display for Inline {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "catalog is not valid JSON: {}", self.0)
+        }
+    }
+
+    impl std::error::Error for Inline {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn a_cause_printed_inline_is_not_repeated() {
+        let inner = std::io::Error::other("key must be a string at line 1 column 2");
+        let e = anyhow::Error::new(Inline(inner)).context("in catalog bad.json");
+        assert_eq!(
+            error_chain(&e),
+            "in catalog bad.json: catalog is not valid JSON: key must be a string at line 1 column 2"
+        );
+    }
+
+    #[test]
+    fn a_cause_not_printed_inline_is_kept() {
+        let e = anyhow::Error::new(std::io::Error::other("no such file")).context("cannot read x");
+        assert_eq!(error_chain(&e), "cannot read x: no such file");
     }
 }

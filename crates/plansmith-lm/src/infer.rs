@@ -257,12 +257,20 @@ impl InferModel {
     }
 }
 
-/// `y = x W^T + b` for `rows` rows: dot products for a single row (a decode step), the gemm
-/// kernel for a prompt.
+/// Up to this many rows, [`linear`] takes dot products instead of the gemm kernel.
+const DOT_ROWS: usize = 16;
+
+/// `y = x W^T + b` for `rows` rows. For a decode step or a short request (at most
+/// [`DOT_ROWS`] rows) each weight row is read once and dotted with every input row while it
+/// is in L1: at this model size packing operands for gemm cost more than the product (a
+/// request of seven tokens took as long as seven single steps). From 32 rows on gemm is faster
+/// (`bench plan` p50 at 16, 32, 64 and 128 rows: docs/results/planner-latency.md).
 fn linear(y: &mut [f32], x: &[f32], w: &[f32], b: &[f32], rows: usize, inp: usize, out: usize) {
-    if rows == 1 {
-        for (o, (yo, &bo)) in y[..out].iter_mut().zip(b).enumerate() {
-            *yo = dot(&x[..inp], &w[o * inp..(o + 1) * inp]) + bo;
+    if rows <= DOT_ROWS {
+        for (o, (wo, &bo)) in w.chunks_exact(inp).take(out).zip(b).enumerate() {
+            for r in 0..rows {
+                y[r * out + o] = dot(&x[r * inp..(r + 1) * inp], wo) + bo;
+            }
         }
     } else {
         linear_fwd(y, x, w, b, rows, inp, out);

@@ -122,3 +122,20 @@ fn a_truncated_cache_continues_as_if_the_dropped_tokens_were_never_fed() {
     cache.truncate(99);
     assert_eq!(cache.len(), 14);
 }
+
+#[test]
+fn a_short_request_fed_at_once_equals_feeding_it_token_by_token_bit_for_bit() {
+    // Short feeds take the same dot products a decode step takes, so a planner's prompt and
+    // its steps agree exactly, whatever the split.
+    let m = spicy_model(PosEncoding::Rope, 3);
+    let fast = InferModel::from_model(&m).unwrap();
+    let ids = seq(12);
+    let mut at_once = InferCache::new();
+    let all = fast.forward(&ids, &mut at_once, Rows::All).unwrap();
+    let mut stepped = InferCache::new();
+    let mut each = Vec::new();
+    for &id in &ids {
+        each.extend(fast.forward(&[id], &mut stepped, Rows::Last).unwrap());
+    }
+    assert_eq!(all, each);
+}

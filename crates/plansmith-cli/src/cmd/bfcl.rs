@@ -1,7 +1,7 @@
 //! `plansmith eval bfcl`: a planner (tiny or pretrained, constrained or free) or any
 //! OpenAI-compatible endpoint answers BFCL items; BFCL's own rules score them.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,6 +16,17 @@ use plansmith_planner::{GrammarError, PlanRequest, Planner, PlannerError};
 use serde_json::{json, Map, Value};
 
 use crate::Outcome;
+
+/// The data directory as a report names it: as the user gave it, or for the default the
+/// repository-relative `assets/bfcl` rather than this build's absolute path (reports are
+/// committed and read on other machines).
+fn data_dir_label(args: &BfclArgs, resolved: &Path) -> String {
+    match (&args.data_dir, std::env::var_os("PLANSMITH_ASSETS")) {
+        (Some(given), _) => given.display().to_string(),
+        (None, Some(_)) => resolved.display().to_string(),
+        (None, None) => "assets/bfcl".to_string(),
+    }
+}
 
 /// The journal a run with --out keeps in its directory until it finishes.
 const JOURNAL: &str = "items.partial.jsonl";
@@ -383,7 +394,7 @@ pub fn run(args: BfclArgs) -> anyhow::Result<Outcome> {
         };
         let mut json_report: Value = serde_json::from_str(&report.to_json()?)?;
         json_report["subject"] = json!(name);
-        json_report["data_dir"] = json!(dir.display().to_string());
+        json_report["data_dir"] = json!(data_dir_label(&args, &dir));
         json_report["limit"] = json!(args.limit);
         write("report.json", &serde_json::to_string_pretty(&json_report)?)?;
         write(

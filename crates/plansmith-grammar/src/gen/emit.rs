@@ -135,7 +135,7 @@ impl<'a> Gen<'a> {
     pub(super) fn copy_hole(&mut self, quoted: bool, conj: String, check: HoleCheck) -> R<String> {
         let hole = CopyHole {
             quoted,
-            conj,
+            conj: SharedRegex::new(conj),
             check,
         };
         if self.impossible.contains(&hole) {
@@ -518,7 +518,7 @@ impl<'a> Gen<'a> {
             quoted,
             regex.clone(),
             HoleCheck::Regex {
-                regex,
+                regex: SharedRegex::new(regex),
                 max_len,
                 quoted,
                 numbers: false,
@@ -613,7 +613,7 @@ impl<'a> Gen<'a> {
                     quoted,
                     r.clone(),
                     HoleCheck::Regex {
-                        regex: r,
+                        regex: SharedRegex::new(r),
                         max_len: 24,
                         quoted: false,
                         numbers: true,
@@ -628,7 +628,7 @@ impl<'a> Gen<'a> {
                     quoted,
                     r.clone(),
                     HoleCheck::Regex {
-                        regex: r,
+                        regex: SharedRegex::new(r),
                         max_len: 24,
                         quoted: false,
                         numbers: true,
