@@ -306,7 +306,81 @@ pub fn child_schema<'a>(node: &'a Value, segment: &str) -> Option<&'a Value> {
 }
 
 /// Map a BFCL parameter schema (`dict`, `float`, `tuple`, `any`, ...) to JSON Schema.
+///
+/// BFCL's live data gives some parameters an `enum` that contradicts their own `type` (a
+/// boolean with `["True", "False", "dontcare"]`, an integer with `["1", ..., "dontcare"]`, an
+/// array whose enum lists its items' values). Read literally such a schema admits no value, and
+/// no grammar can be built for the whole catalog. BFCL's checker judges a value by the type, so
+/// the enum is made to agree with it ([`reconcile_enum`]).
 pub fn from_bfcl(schema: &Value, path: &str) -> Result<Value, SchemaProblem> {
+    let mut out = from_bfcl_keys(schema, path)?;
+    if let Value::Object(map) = &mut out {
+        reconcile_enum(map);
+    }
+    Ok(out)
+}
+
+/// An `enum` that contradicts `type`, made to agree with it: on an array, values that are not
+/// arrays become its items' enum (when the items have none, else it is dropped); on a boolean,
+/// integer or number, each value that spells one (`"True"`, `"2"`) becomes it and the rest
+/// (`"dontcare"`) are dropped, and with none left the enum goes. Agreeing enums stay as they are.
+fn reconcile_enum(map: &mut Map<String, Value>) {
+    let Some(ty) = map.get("type").and_then(Value::as_str).map(str::to_owned) else {
+        return;
+    };
+    let fits = |v: &Value| match ty.as_str() {
+        "array" => v.is_array(),
+        "boolean" => v.is_boolean(),
+        "integer" => v.is_i64() || v.is_u64(),
+        "number" => v.is_number(),
+        _ => true,
+    };
+    match map.get("enum") {
+        Some(Value::Array(values)) if !values.iter().all(fits) => {}
+        _ => return,
+    }
+    let Some(Value::Array(values)) = map.remove("enum") else {
+        return;
+    };
+    if ty == "array" {
+        if let Some(Value::Object(items)) = map.get_mut("items") {
+            if !items.contains_key("enum") && values.iter().all(|v| !v.is_array()) {
+                items.insert("enum".into(), Value::Array(values));
+                reconcile_enum(items);
+            }
+        }
+        return;
+    }
+    let mut kept: Vec<Value> = Vec::new();
+    for v in values {
+        let converted = match (ty.as_str(), &v) {
+            (_, v) if fits(v) => Some(v.clone()),
+            ("boolean", Value::String(s)) => match s.to_ascii_lowercase().as_str() {
+                "true" => Some(json!(true)),
+                "false" => Some(json!(false)),
+                _ => None,
+            },
+            ("integer", Value::String(s)) => s.trim().parse::<i64>().ok().map(|i| json!(i)),
+            ("number", Value::String(s)) => s
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|f| f.is_finite())
+                .map(|f| json!(f)),
+            _ => None,
+        };
+        if let Some(c) = converted {
+            if !kept.contains(&c) {
+                kept.push(c);
+            }
+        }
+    }
+    if !kept.is_empty() {
+        map.insert("enum".into(), Value::Array(kept));
+    }
+}
+
+fn from_bfcl_keys(schema: &Value, path: &str) -> Result<Value, SchemaProblem> {
     let Value::Object(map) = schema else {
         return Err(problem(
             path,
@@ -500,6 +574,53 @@ pub fn canonical_json(value: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bfcl_enums_that_contradict_their_type_are_made_to_agree() {
+        let cases = [
+            // BFCL live_multiple's Travel_1_FindAttractions.free_entry
+            (
+                json!({"type": "boolean", "enum": ["True", "False", "dontcare"]}),
+                json!({"type": "boolean", "enum": [true, false]}),
+            ),
+            (
+                json!({"type": "integer", "enum": ["1", "2", "dontcare", "2"]}),
+                json!({"type": "integer", "enum": [1, 2]}),
+            ),
+            // nothing spells the type: only the type is left
+            (
+                json!({"type": "integer", "enum": ["Group A", "Group B"], "default": "Group A"}),
+                json!({"type": "integer", "default": "Group A"}),
+            ),
+            (
+                json!({"type": "float", "enum": ["0.5", 1]}),
+                json!({"type": "number", "enum": [0.5, 1]}),
+            ),
+            // get_sensor_readings_latest.metrics: the enum lists the items' values
+            (
+                json!({"type": "array", "items": {"type": "string"}, "enum": ["co2", "noise"]}),
+                json!({"type": "array", "items": {"type": "string", "enum": ["co2", "noise"]}}),
+            ),
+            // agreeing enums, and strings, are left alone
+            (
+                json!({"type": "integer", "enum": [15, 120]}),
+                json!({"type": "integer", "enum": [15, 120]}),
+            ),
+            (
+                json!({"type": "string", "enum": ["True", "1"]}),
+                json!({"type": "string", "enum": ["True", "1"]}),
+            ),
+        ];
+        for (bfcl, want) in cases {
+            assert_eq!(from_bfcl(&bfcl, "p").unwrap(), want, "{bfcl}");
+        }
+        // inside an object too
+        let nested = json!({"type": "dict", "properties": {"kids": {"type": "boolean", "enum": ["True"]}}});
+        assert_eq!(
+            from_bfcl(&nested, "p").unwrap(),
+            json!({"type": "object", "properties": {"kids": {"type": "boolean", "enum": [true]}}})
+        );
+    }
 
     #[test]
     fn refs_are_inlined() {
