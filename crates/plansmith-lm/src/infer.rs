@@ -262,9 +262,9 @@ const DOT_ROWS: usize = 16;
 
 /// `y = x W^T + b` for `rows` rows. For a decode step or a short request (at most
 /// [`DOT_ROWS`] rows) each weight row is read once and dotted with every input row while it
-/// is in L1: at this model size packing operands for gemm cost more than the product (a
-/// request of seven tokens took as long as seven single steps). From 32 rows on gemm is faster
-/// (`bench plan` p50 at 16, 32, 64 and 128 rows: docs/results/planner-latency.md).
+/// is in L1, which at this model size beats packing the operands for gemm. From 32 rows on
+/// gemm is faster (`bench plan` p50 at 1, 16, 32, 64 and 128 rows:
+/// docs/results/planner-latency.md).
 fn linear(y: &mut [f32], x: &[f32], w: &[f32], b: &[f32], rows: usize, inp: usize, out: usize) {
     if rows <= DOT_ROWS {
         for (o, (wo, &bo)) in w.chunks_exact(inp).take(out).zip(b).enumerate() {
