@@ -615,7 +615,8 @@ mod tests {
             assert_eq!(from_bfcl(&bfcl, "p").unwrap(), want, "{bfcl}");
         }
         // inside an object too
-        let nested = json!({"type": "dict", "properties": {"kids": {"type": "boolean", "enum": ["True"]}}});
+        let nested =
+            json!({"type": "dict", "properties": {"kids": {"type": "boolean", "enum": ["True"]}}});
         assert_eq!(
             from_bfcl(&nested, "p").unwrap(),
             json!({"type": "object", "properties": {"kids": {"type": "boolean", "enum": [true]}}})

@@ -779,9 +779,10 @@ impl Planner {
                 // model's choice, and its confidence is that choice's log-probability. Unscored,
                 // the empty reply had the mean of no steps, 0: the highest confidence there is,
                 // accepted over any floor however unsure the model was between declining and
-                // calling. (The end after a call stays unscored: the calls carry that reply's
-                // confidence, and the floors fitted on them stay valid.)
-                if deciding && out_ids.is_empty() {
+                // calling. The end after a call is a choice too (one call where the request
+                // asked for two), scored where the planner's floor was fitted with it.
+                let declines = deciding && out_ids.is_empty();
+                if declines || (self.settings.end_scored && !out_ids.is_empty()) {
                     let lp = log_prob(&logits, tok);
                     weakest = weakest.min(lp);
                     sum_all += lp as f64;

@@ -43,6 +43,12 @@ pub struct PlannerSettings {
     #[serde(default)]
     pub confidence: ConfidenceMode,
     pub max_calls: usize,
+    /// The reply's end, where the model chose it over going on (after its last call), counts
+    /// in the confidence like any other choice: a plan that stops after one call while the
+    /// model leaned towards a second is doubted. Absent (false) in planners calibrated before
+    /// it, whose floors were fitted without that step; `calibrate` turns it on as it refits.
+    #[serde(default)]
+    pub end_scored: bool,
     /// Weight of the name-prior correction on the first call's tool name ([`crate::prior`]);
     /// 0 decodes greedily on the model's own scores. DSL planners with tools in the prompt only.
     #[serde(default)]
@@ -71,6 +77,7 @@ impl PlannerSettings {
             conf_floor: f32::MIN,
             confidence: ConfidenceMode::ChosenTokens,
             max_calls: 4,
+            end_scored: true,
             name_prior: 0.0,
             tool_list: ToolList::Json,
         }
@@ -89,6 +96,7 @@ impl PlannerSettings {
             conf_floor: f32::MIN,
             confidence: ConfidenceMode::ChosenTokens,
             max_calls: 8,
+            end_scored: true,
             name_prior: 0.0,
             tool_list: ToolList::Json,
         }

@@ -378,6 +378,9 @@ pub fn calibrate_and_test_choosing(
     // with none leaves the planner's floor as it was.
     let guaranteed = matches!(rule, FloorRule::Guaranteed { .. });
     if !splits.calibration.is_empty() || guaranteed {
+        // A floor refitted here is fitted on today's scoring, the reply's chosen end included,
+        // whatever the planner was calibrated with before.
+        planner.settings.end_scored = true;
         let cal = items(&splits.calibration)?;
         let (_, judged) = evaluate(planner, &cal, false, |d, n| {
             eval_progress("calibration", d, n)

@@ -302,6 +302,45 @@ fn a_tool_call_plan_scores_what_decoding_it_gave() {
     assert!(going_on < score, "calling {going_on}, declining {score}");
 }
 
+/// The end after a call is the model's choice where the request could have asked for more:
+/// it counts in the confidence (one step more, its log-probability) for a planner whose floor
+/// was fitted with it, and scoring the plan counts it the same way. Where the request has no
+/// clause for another call the end is the planner's, not the model's, and stays unscored; a
+/// planner calibrated before the end was scored keeps its old confidences.
+#[test]
+fn the_end_after_a_call_counts_where_the_model_chose_it() {
+    let call = "{\"name\": \"open\", \"arguments\": {\"app\": \"Safari\"}}";
+    let scored = scripted(call, 5.0, 0.0);
+    assert!(scored.settings.end_scored, "new planners score the end");
+    let mut unscored = scripted(call, 5.0, 0.0);
+    unscored.settings.end_scored = false;
+    let asks_for_two = "open safari and mail";
+    let d = scored.decode(&PlanRequest::new(asks_for_two)).unwrap();
+    let old = unscored.decode(&PlanRequest::new(asks_for_two)).unwrap();
+    assert_eq!(d.text, old.text);
+    assert_eq!(d.plan.as_ref().expect("one tagged call").calls.len(), 1);
+    assert_eq!(d.chosen_tokens, old.chosen_tokens + 1, "{:?}", d.text);
+    // the end's step: the end at 10 against 258 other tokens at 0, ln p about -0.012
+    let n = d.chosen_tokens as f32;
+    let end_step = d.conf_chosen * n - old.conf_chosen * (n - 1.0);
+    assert!(end_step < -0.005 && end_step > -0.02, "end step {end_step}");
+    for (p, d) in [(&scored, &d), (&unscored, &old)] {
+        let plan = d.plan.clone().unwrap();
+        let score = p.score(asks_for_two, &plan).unwrap();
+        let decoded = d.confidence(p.settings.confidence);
+        assert!(
+            (score - decoded).abs() < 1e-6,
+            "end scored {}: score {score}, decoded {decoded}",
+            p.settings.end_scored
+        );
+    }
+    // one clause: the planner ends the reply, and nothing is added
+    let d = scored.decode(&PlanRequest::new("open safari")).unwrap();
+    let old = unscored.decode(&PlanRequest::new("open safari")).unwrap();
+    assert_eq!(d.chosen_tokens, old.chosen_tokens);
+    assert_eq!(d.conf_chosen, old.conf_chosen);
+}
+
 /// A JSON array holds as many calls as the request has clauses for, no more: the grammar closes
 /// the array where a model that goes on after its call (SmolLM2 repeats an item until the token
 /// budget closes it) would otherwise have it turned into more calls.

@@ -18,8 +18,8 @@ use plansmith_core::Syntax;
 use plansmith_grammar::{Constraint, Mask, Request, ToolChoice};
 
 use super::{
-    dead_end, end_with_best_stop, left_the_grammar, log_prob, Decoded, PlanRequest, Planner,
-    LEFT_THE_GRAMMAR,
+    calls_the_request_can_ask_for, closed_tool_calls, dead_end, end_with_best_stop,
+    left_the_grammar, log_prob, Decoded, PlanRequest, Planner, LEFT_THE_GRAMMAR,
 };
 use crate::backend::Started;
 use crate::error::PlannerError;
@@ -50,6 +50,17 @@ impl Step {
 
 /// A walk under the grammar stopped short of writing the text: why.
 struct Stuck(String);
+
+/// How a written text ends, as decoding would have ended it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    /// The grammar allowed nothing but the end: not the model's choice, unscored.
+    Forced,
+    /// The end was one choice among others after the reply's calls.
+    Chosen,
+    /// A `<tool_call>` reply that ends before any call (the end chosen at its start).
+    Declines,
+}
 
 impl Planner {
     /// The plan text `target` for `req`, written under the grammar with the model's own
@@ -113,19 +124,32 @@ impl Planner {
         };
 
         let mut steps = Vec::new();
-        let mut declines = match self.walk(&mut constraint, &mut steps, req, target, max_new, None)
-        {
-            Ok(declines) => declines,
+        let mut ending = match self.walk(&mut constraint, &mut steps, req, target, max_new, None) {
+            Ok(ending) => ending,
             Err(Stuck(reason)) => return stuck(&constraint, reason),
         };
-        // `rows[i]`: the logits after step i's token. The last token's row is never needed (what
-        // follows it, the end, is unscored after a call), so it is not fed.
+        // Whether the end after the last call is scored, as decoding scores it: where the
+        // planner's floor counts it, and the model chose it (decoding also ends unasked once a
+        // `<tool_call>` reply has as many calls as the request has clauses for).
+        let deciding_syntax = self.settings.syntax == Syntax::ToolCall;
+        let end_is_scored = |ending: Ending| {
+            ending == Ending::Chosen
+                && self.settings.end_scored
+                && !(deciding_syntax
+                    && closed_tool_calls(target) >= calls_the_request_can_ask_for(&request_text))
+        };
+        // `rows[i]`: the logits after step i's token. The last token's row is needed only where
+        // the end that follows it is scored.
         let mut rows: Vec<Vec<f32>> = Vec::new();
         // Steps before this one are checked: each is the model's own piece.
         let mut checked = 0;
         loop {
             let tokens: Vec<u32> = steps.iter().map(Step::token).collect();
-            let wanted = tokens.len().saturating_sub(1);
+            let wanted = if end_is_scored(ending) {
+                tokens.len()
+            } else {
+                tokens.len().saturating_sub(1)
+            };
             if wanted > rows.len() {
                 if wanted - rows.len() > state.room() {
                     return stuck(
@@ -172,7 +196,7 @@ impl Planner {
             if let Err(d) = constraint.commit_all(&tokens[..i]) {
                 return stuck(&constraint, d.reason);
             }
-            declines = match self.walk(
+            ending = match self.walk(
                 &mut constraint,
                 &mut steps,
                 req,
@@ -180,18 +204,18 @@ impl Planner {
                 max_new,
                 Some(preferred),
             ) {
-                Ok(declines) => declines,
+                Ok(ending) => ending,
                 Err(Stuck(reason)) => return stuck(&constraint, reason),
             };
             checked = i + 1;
         }
 
-        let deciding_syntax = self.settings.syntax == Syntax::ToolCall;
         let (mut sum_all, mut n_all, mut sum_chosen, mut n_chosen) = (0f64, 0usize, 0f64, 0usize);
         let mut weakest = 0f32;
         let mut before = start_logits;
+        let last_row_fed = rows.len() == steps.len();
         let mut rows = rows.into_iter();
-        if declines {
+        if ending == Ending::Declines {
             end_with_best_stop(&mut before, self.eos, &self.other_ends);
             let lp = log_prob(&before, self.eos);
             weakest = lp;
@@ -228,6 +252,15 @@ impl Planner {
                 None => break,
             }
         }
+        if end_is_scored(ending) && last_row_fed && !steps.is_empty() {
+            end_with_best_stop(&mut before, self.eos, &self.other_ends);
+            let lp = log_prob(&before, self.eos);
+            sum_all += lp as f64;
+            n_all += 1;
+            sum_chosen += lp as f64;
+            n_chosen += 1;
+            weakest = weakest.min(lp);
+        }
 
         let mean = |s: f64, n: usize| if n == 0 { 0.0 } else { (s / n as f64) as f32 };
         let mut decoded = self.check(&catalog, &hash, &request_text, target)?;
@@ -243,9 +276,7 @@ impl Planner {
     /// Writes the rest of `target` under the grammar without the model, appending to `steps`
     /// (the steps `constraint` has committed): forced runs as decoding fast-forwards them, and
     /// at each choice `first` (once) or the longest allowed piece that begins what is left, or
-    /// the end once all is written. `Ok(declines)`: written; `declines` when it is a
-    /// `<tool_call>` reply that ends before any call (the end chosen at its start, scored as
-    /// decoding scores it).
+    /// the end once all is written. `Ok(ending)`: written, and how it ends.
     fn walk(
         &self,
         constraint: &mut Constraint,
@@ -254,7 +285,7 @@ impl Planner {
         target: &str,
         max_new: usize,
         mut first: Option<u32>,
-    ) -> Result<bool, Stuck> {
+    ) -> Result<Ending, Stuck> {
         loop {
             if constraint.is_stopped() {
                 break;
@@ -294,7 +325,12 @@ impl Planner {
             }
             let (token, others) = match target.strip_prefix(written.as_str()) {
                 Some("") if may_end => {
-                    return Ok(self.settings.syntax == Syntax::ToolCall && steps.is_empty());
+                    let declines = self.settings.syntax == Syntax::ToolCall && steps.is_empty();
+                    return Ok(if declines {
+                        Ending::Declines
+                    } else {
+                        Ending::Chosen
+                    });
                 }
                 Some("") => {
                     return Err(Stuck(format!(
@@ -336,7 +372,7 @@ impl Planner {
                 target.len()
             )));
         }
-        Ok(false)
+        Ok(Ending::Forced)
     }
 
     /// The tokens the mask allows whose bytes begin `rest`, with their lengths: the ways the
