@@ -16,7 +16,7 @@
 #   - every "no call" and a third of the `clarify` requests of a fresh `data pace` run;
 #   - half the Pace calls of the generalist's own training split (replay: keep what it knows);
 #   - every 8th group of 32 of its changed-catalog / invented-tool traces (whole groups, so a
-#     batch still shares one catalog prompt).
+#     batch still shares one catalog prompt); REPLAY_EVERY=4 keeps every 4th instead.
 # The generalist's held-out calibration and test splits place the floor, as before;
 # `--exclude-overlap eval/handwritten` keeps the hand-written sets out.
 set -euo pipefail
@@ -38,7 +38,7 @@ mkdir -p "$data"
   grep -F '"calls":[]' "$data/pace/train.jsonl"
   grep -F '"name":"clarify"' "$data/pace/train.jsonl" | awk 'NR % 3 == 0'
   grep -v -F -e '"calls":[]' -e '"name":"clarify"' "$src/train.jsonl" | awk 'NR % 2 == 0'
-  awk 'int((NR - 1) / 32) % 8 == 0' "$src/aug.jsonl"
+  awk -v every="${REPLAY_EVERY:-8}" 'int((NR - 1) / 32) % every == 0' "$src/aug.jsonl"
 } > "$data/mix.jsonl"
 echo "mix: $(wc -l < "$data/mix.jsonl") traces, $(grep -c -F '"calls":[]' "$data/mix.jsonl") with no call" >&2
 "$bin" --threads 2 train --base assets/qwen05.gguf --init-adapter "$planner" --tools "$tools" \

@@ -390,25 +390,11 @@ fn gemv_t(
     // Blocks of 64 columns (eight AVX2 vectors: enough independent sums to keep both FMA units
     // busy), then 32, 16 and 8 for what is left (288 = 4 x 64 + 32), then one by one. Every row
     // of a feed is taken while its block's weights are in cache: a short prompt reads them once.
-    let mut c0 = 0;
-    while out - c0 >= 64 {
-        for r in 0..rows {
-            column_block::<64>(y, x, wt, b, (r, inp, out), c0);
-        }
-        c0 += 64;
-    }
-    for width in [32, 16, 8] {
-        if out - c0 >= width {
-            for r in 0..rows {
-                match width {
-                    32 => column_block::<32>(y, x, wt, b, (r, inp, out), c0),
-                    16 => column_block::<16>(y, x, wt, b, (r, inp, out), c0),
-                    _ => column_block::<8>(y, x, wt, b, (r, inp, out), c0),
-                }
-            }
-            c0 += width;
-        }
-    }
+    let shape = (rows, inp, out);
+    let mut c0 = column_blocks::<64>(y, x, wt, b, shape, 0, usize::MAX);
+    c0 = column_blocks::<32>(y, x, wt, b, shape, c0, 1);
+    c0 = column_blocks::<16>(y, x, wt, b, shape, c0, 1);
+    c0 = column_blocks::<8>(y, x, wt, b, shape, c0, 1);
     for r in 0..rows {
         for c in c0..out {
             let mut s = b.map_or(0.0, |b| b[c]);
@@ -418,6 +404,29 @@ fn gemv_t(
             y[r * out + c] = s;
         }
     }
+}
+
+/// Up to `at_most` blocks of `N` columns of [`gemv_t`] from column `c0`, every row of the feed
+/// per block (`shape`: rows, `inp`, `out`); the column the next block starts at.
+#[inline(always)]
+fn column_blocks<const N: usize>(
+    y: &mut [f32],
+    x: &[f32],
+    wt: &[f32],
+    b: Option<&[f32]>,
+    (rows, inp, out): (usize, usize, usize),
+    mut c0: usize,
+    at_most: usize,
+) -> usize {
+    let mut blocks = 0;
+    while out - c0 >= N && blocks < at_most {
+        for r in 0..rows {
+            column_block::<N>(y, x, wt, b, (r, inp, out), c0);
+        }
+        c0 += N;
+        blocks += 1;
+    }
+    c0
 }
 
 /// Columns `c0..c0 + N` of row `r` of [`gemv_t`] (`shape`: the row, `inp`, `out`).

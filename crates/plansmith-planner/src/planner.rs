@@ -23,6 +23,9 @@ use crate::tiny::TinyLm;
 use crate::{pointers, prior, prompt};
 
 mod follow;
+mod tally;
+
+use tally::Tally;
 
 /// Where the emitted plan came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -639,8 +642,7 @@ impl Planner {
             }
             Err(e) => return Err(e.into()),
         };
-        let (mut sum_all, mut n_all, mut sum_chosen, mut n_chosen) = (0f64, 0usize, 0f64, 0usize);
-        let mut weakest = 0f32;
+        let mut tally = Tally::default();
         let max_new = req.max_tokens.map_or(self.lm.max_new_tokens(), |m| {
             m.min(self.lm.max_new_tokens())
         });
@@ -689,10 +691,7 @@ impl Planner {
                 let rows = state.feed(&forced)?;
                 let mut prev = std::mem::take(&mut logits);
                 for (i, &t) in forced.iter().enumerate() {
-                    let lp = log_prob(&prev, t);
-                    sum_all += lp as f64;
-                    weakest = weakest.min(lp);
-                    n_all += 1;
+                    tally.forced(log_prob(&prev, t));
                     prev = rows[i].clone();
                 }
                 logits = prev;
@@ -783,22 +782,11 @@ impl Planner {
                 // asked for two), scored where the planner's floor was fitted with it.
                 let declines = deciding && out_ids.is_empty();
                 if declines || (self.settings.end_scored && !out_ids.is_empty()) {
-                    let lp = log_prob(&logits, tok);
-                    weakest = weakest.min(lp);
-                    sum_all += lp as f64;
-                    n_all += 1;
-                    sum_chosen += lp as f64;
-                    n_chosen += 1;
+                    tally.chosen(log_prob(&logits, tok));
                 }
                 break;
             }
-            let lp32 = go_on.unwrap_or_else(|| log_prob(&logits, tok));
-            weakest = weakest.min(lp32);
-            let lp = lp32 as f64;
-            sum_all += lp;
-            n_all += 1;
-            sum_chosen += lp;
-            n_chosen += 1;
+            tally.chosen(go_on.unwrap_or_else(|| log_prob(&logits, tok)));
             if let Err(d) = constraint.commit(tok) {
                 dead = Some(d.reason);
                 break;
@@ -828,15 +816,10 @@ impl Planner {
             logits = state.step(tok)?;
         }
         let text = constraint.output_text();
-        let mean = |s: f64, n: usize| if n == 0 { 0.0 } else { (s / n as f64) as f32 };
         let mut decoded = self.check(&catalog, &hash, &request_text, &text)?;
         decoded.dead = dead;
         decoded.truncated = truncated;
-        decoded.conf_all = mean(sum_all, n_all);
-        decoded.conf_chosen = mean(sum_chosen, n_chosen);
-        decoded.conf_weakest = if n_all == 0 { 0.0 } else { weakest };
-        decoded.forced_tokens = n_all - n_chosen;
-        decoded.chosen_tokens = n_chosen;
+        tally.write_into(&mut decoded);
         decoded.prompt_tokens = prompt_tokens;
         Ok(decoded)
     }
@@ -954,12 +937,10 @@ impl Planner {
         decoded.truncated = reply.cut_off;
         match &reply.logprobs {
             Some(lps) if !lps.is_empty() => {
-                let mean = lps.iter().map(|&l| l as f64).sum::<f64>() / lps.len() as f64;
-                let weakest = lps.iter().copied().fold(0f32, f32::min);
-                decoded.conf_all = mean as f32;
-                decoded.conf_chosen = mean as f32;
-                decoded.conf_weakest = weakest;
-                decoded.chosen_tokens = lps.len();
+                // An engine reports the tokens it wrote, all of them chosen.
+                let mut tally = Tally::default();
+                lps.iter().for_each(|&lp| tally.chosen(lp));
+                tally.write_into(&mut decoded);
             }
             // Without logprobs there is no confidence to hold against a floor: with a floor
             // set, the plan cannot be verified and escalates; without one it passes on
@@ -1083,14 +1064,11 @@ impl Planner {
             Started::Ready { state, logits, .. } => (state, logits),
             Started::Overflow(reason) => return Ok(dead_end(reason)),
         };
-        let (mut sum, mut n, mut weakest) = (0f64, 0usize, 0f32);
+        let mut tally = Tally::default();
         let mut out = Vec::new();
         while state.room() > 0 && out.len() < self.lm.max_new_tokens() {
             let tok = sampler.sample(&logits);
-            let lp = log_prob(&logits, tok);
-            sum += lp as f64;
-            weakest = weakest.min(lp);
-            n += 1;
+            tally.chosen(log_prob(&logits, tok));
             out.push(tok);
             if self.lm.free_stop(tok) {
                 break;
@@ -1104,11 +1082,7 @@ impl Planner {
             _ => lenient_json(&text).to_string(),
         };
         let mut d = self.check(catalog, &hash, &request_text, &text)?;
-        let conf = if n == 0 { 0.0 } else { (sum / n as f64) as f32 };
-        d.conf_all = conf;
-        d.conf_chosen = conf;
-        d.conf_weakest = weakest;
-        d.chosen_tokens = n;
+        tally.write_into(&mut d);
         Ok(d)
     }
 

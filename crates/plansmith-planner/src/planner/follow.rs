@@ -19,7 +19,7 @@ use plansmith_grammar::{Constraint, Mask, Request, ToolChoice};
 
 use super::{
     calls_the_request_can_ask_for, closed_tool_calls, dead_end, end_with_best_stop,
-    left_the_grammar, log_prob, Decoded, PlanRequest, Planner, LEFT_THE_GRAMMAR,
+    left_the_grammar, log_prob, Decoded, PlanRequest, Planner, Tally, LEFT_THE_GRAMMAR,
 };
 use crate::backend::Started;
 use crate::error::PlannerError;
@@ -210,41 +210,28 @@ impl Planner {
             checked = i + 1;
         }
 
-        let (mut sum_all, mut n_all, mut sum_chosen, mut n_chosen) = (0f64, 0usize, 0f64, 0usize);
-        let mut weakest = 0f32;
+        let mut tally = Tally::default();
         let mut before = start_logits;
         let last_row_fed = rows.len() == steps.len();
         let mut rows = rows.into_iter();
         if ending == Ending::Declines {
             end_with_best_stop(&mut before, self.eos, &self.other_ends);
-            let lp = log_prob(&before, self.eos);
-            weakest = lp;
-            (sum_all, n_all, sum_chosen, n_chosen) = (lp as f64, 1, lp as f64, 1);
+            tally.chosen(log_prob(&before, self.eos));
         }
         for step in &steps {
             match *step {
-                Step::Forced(t) => {
-                    let lp = log_prob(&before, t);
-                    sum_all += lp as f64;
-                    n_all += 1;
-                    weakest = weakest.min(lp);
-                }
+                Step::Forced(t) => tally.forced(log_prob(&before, t)),
                 Step::Chosen { token, may_end, .. } => {
                     if may_end {
                         end_with_best_stop(&mut before, self.eos, &self.other_ends);
                     }
                     // Where a `<tool_call>` reply could have ended, the step is the choice to
                     // go on: ln(1 - p(end)), as decoding weighs it.
-                    let lp = if may_end && deciding_syntax {
+                    tally.chosen(if may_end && deciding_syntax {
                         (-log_prob(&before, self.eos).exp()).ln_1p().max(f32::MIN)
                     } else {
                         log_prob(&before, token)
-                    };
-                    sum_all += lp as f64;
-                    n_all += 1;
-                    sum_chosen += lp as f64;
-                    n_chosen += 1;
-                    weakest = weakest.min(lp);
+                    });
                 }
             }
             match rows.next() {
@@ -254,21 +241,11 @@ impl Planner {
         }
         if end_is_scored(ending) && last_row_fed && !steps.is_empty() {
             end_with_best_stop(&mut before, self.eos, &self.other_ends);
-            let lp = log_prob(&before, self.eos);
-            sum_all += lp as f64;
-            n_all += 1;
-            sum_chosen += lp as f64;
-            n_chosen += 1;
-            weakest = weakest.min(lp);
+            tally.chosen(log_prob(&before, self.eos));
         }
 
-        let mean = |s: f64, n: usize| if n == 0 { 0.0 } else { (s / n as f64) as f32 };
         let mut decoded = self.check(&catalog, &hash, &request_text, target)?;
-        decoded.conf_all = mean(sum_all, n_all);
-        decoded.conf_chosen = mean(sum_chosen, n_chosen);
-        decoded.conf_weakest = if n_all == 0 { 0.0 } else { weakest };
-        decoded.forced_tokens = n_all - n_chosen;
-        decoded.chosen_tokens = n_chosen;
+        tally.write_into(&mut decoded);
         decoded.prompt_tokens = prompt_tokens;
         Ok(decoded)
     }
