@@ -389,6 +389,95 @@ fn short_train(dir: &std::path::Path, base: &str, extra: &[&str]) -> Output {
     plansmith(&args)
 }
 
+/// Ctrl-C while `train --base` fits the floor keeps what was trained: the planner is saved
+/// before calibration starts (a floor that accepts nothing, since none is fitted yet), the run
+/// stops at the next calibration request with exit 1 and says how to finish, and `calibrate`
+/// then finishes it.
+#[test]
+fn stopping_train_during_calibration_keeps_the_trained_planner() {
+    use std::io::{BufRead, BufReader};
+    let dir = one_tool_data("stop-cal");
+    let d = |f: &str| dir.join(f).display().to_string();
+    // A calibration split long enough (hundreds of requests) that the signal lands inside it.
+    let traces = std::fs::read_to_string(dir.join("traces.jsonl")).unwrap();
+    std::fs::write(dir.join("calibration.jsonl"), traces.repeat(150)).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_plansmith"))
+        .args(["--threads", "2", "train", "--base", "assets/smollm2.gguf"])
+        .args(["--tools", &d("tools.json"), "--data", &d("traces.jsonl")])
+        .args([
+            "--calibration",
+            &d("calibration.jsonl"),
+            "--out",
+            &d("planner"),
+        ])
+        .args(["--steps", "1", "--batch-size", "3", "--lora-rank", "2"])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run plansmith");
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    let mut line = String::new();
+    while stderr.read_line(&mut line).unwrap() > 0 {
+        said.push_str(&line);
+        if line.contains("Ctrl-C stops here") {
+            break;
+        }
+        line.clear();
+    }
+    assert!(said.contains("saved to"), "{said}");
+    // The planner is on disk before the floor is fitted.
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("planner/planner.json")).unwrap())
+            .unwrap();
+    assert!(
+        manifest["conf_floor"].as_f64().unwrap() > 1e38,
+        "{manifest}"
+    );
+    assert!(dir
+        .join("planner/adapter/adapter_model.safetensors")
+        .exists());
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1), "{said}{rest}");
+    assert!(rest.contains("stopped during calibration"), "{rest}");
+    assert!(rest.contains("plansmith calibrate --planner"), "{rest}");
+    // No staging copy is left beside it, and `calibrate` finishes the planner.
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    let o = plansmith(&[
+        "calibrate",
+        "--planner",
+        &d("planner"),
+        "--calibration",
+        &d("traces.jsonl"),
+        "--target-precision",
+        "0.5",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("planner/planner.json")).unwrap())
+            .unwrap();
+    assert!(
+        manifest["conf_floor"].as_f64().unwrap() < 1e38,
+        "{manifest}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// `train --base --init-adapter`: a run that starts from a trained planner's adapter starts
 /// from its loss, not the base's; an adapter of another rank is refused naming the flags.
 #[test]

@@ -511,6 +511,17 @@ pub fn train_lora(
     summary.losses = Vec::new();
     planner.meta.training = serde_json::json!({"lora": spec, "report": summary,
         "train_traces": splits.train.len()});
+    // The trained adapter is kept before calibration starts (tens of minutes on a big split):
+    // a run stopped there leaves a planner that `calibrate` can finish, not only the staging
+    // copy. Until its floor is fitted it accepts nothing, so it never answers uncertified.
+    let floor_after = planner.settings.conf_floor;
+    planner.set_floor(f32::MAX);
+    planner.save(out)?;
+    drop(planner);
+    // From here the saved copy is the planner's adapter; the staging copy goes.
+    let _ = std::fs::remove_dir_all(&staging);
+    let mut planner = Planner::load(out)?;
+    planner.set_floor(floor_after);
     calibrate_and_test_choosing(
         &mut planner,
         splits,
@@ -518,9 +529,8 @@ pub fn train_lora(
         &spec.confidence,
         eval_progress,
     )?;
-    // Saving copies the adapter into `out/adapter` atomically; the staging copy goes.
+    // Saving over `out` copies its adapter into a fresh directory that replaces it atomically.
     planner.save(out)?;
-    let _ = std::fs::remove_dir_all(&staging);
     let chart = crate::chart::loss_svg(
         &report.losses,
         &format!("LoRA r={} on {base_name}", spec.rank),

@@ -571,7 +571,7 @@ async fn escalation_without_a_teacher_is_explicit() {
         (json!(true), json!("none"), json!([])),
         "{v}"
     );
-    assert!(v["reason"].as_str().unwrap().contains("below floor"));
+    assert!(v["reason"].as_str().unwrap().contains("accepts nothing"));
     let r = c
         .post_json(
             "/v1/chat/completions",

@@ -1,4 +1,4 @@
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use plansmith_core::overlap::{Decontaminator, EvalRequests, Excluded};
@@ -568,7 +568,7 @@ fn train_lora(
                 println!("{}", serde_json::json!({"progress": p}));
             }
         },
-        crate::progress::stages(&bar),
+        calibration_stages(&bar, &stop, args.out(), !args.quiet && !args.json),
     ) {
         Err(e @ plansmith_planner::PlannerError::Interrupted { .. }) => {
             if let Some(b) = bar {
@@ -620,6 +620,45 @@ fn train_lora(
         ]);
     }
     Ok(Outcome::Ok)
+}
+
+/// The trained planner's evaluation stages, driven like any others, except that by the time
+/// they start the planner is saved (with a floor that accepts nothing): Ctrl-C then stops the
+/// calibration and keeps that planner, for `plansmith calibrate` to finish.
+fn calibration_stages<'a>(
+    bar: &'a Option<indicatif::ProgressBar>,
+    stop: &'a std::sync::atomic::AtomicBool,
+    out: &'a Path,
+    tell: bool,
+) -> impl FnMut(&str, usize, usize) + 'a {
+    let mut stages = crate::progress::stages(bar);
+    let mut told = false;
+    move |stage, done, total| {
+        // A hidden bar (stderr is no terminal) prints nothing, its `println` included.
+        let say = |line: String| match bar {
+            Some(b) if !b.is_hidden() => b.println(line),
+            _ => eprintln!("{line}"),
+        };
+        if stop.load(std::sync::atomic::Ordering::SeqCst) {
+            say(format!(
+                "stopped during {stage}: the trained planner is saved in {} with no floor yet \
+                 (it accepts nothing); fit one with `plansmith calibrate --planner {} \
+                 --calibration FILE`",
+                out.display(),
+                out.display()
+            ));
+            std::process::exit(1);
+        }
+        if tell && !told {
+            told = true;
+            say(format!(
+                "trained; saved to {} with no floor yet — now the {stage} split ({total} \
+                 requests; Ctrl-C stops here and keeps the planner)",
+                out.display()
+            ));
+        }
+        stages(stage, done, total)
+    }
 }
 
 /// `--confidence` for `train` and `calibrate`: one mode, or `auto` for all three (the

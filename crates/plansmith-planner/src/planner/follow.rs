@@ -132,12 +132,12 @@ impl Planner {
         // planner's floor counts it, and the model chose it (decoding also ends unasked once a
         // `<tool_call>` reply has as many calls as the request has clauses for).
         let deciding_syntax = self.settings.syntax == Syntax::ToolCall;
-        let end_is_scored = |ending: Ending| {
-            ending == Ending::Chosen
-                && self.settings.end_scored
-                && !(deciding_syntax
-                    && closed_tool_calls(target) >= calls_the_request_can_ask_for(&request_text))
-        };
+        // The target and the request do not change while the plan is rescored, so whether the
+        // end comes unasked is counted once, not on every pass.
+        let ends_unasked = deciding_syntax
+            && closed_tool_calls(target) >= calls_the_request_can_ask_for(&request_text);
+        let end_is_scored =
+            |ending: Ending| ending == Ending::Chosen && self.settings.end_scored && !ends_unasked;
         // `rows[i]`: the logits after step i's token. The last token's row is needed only where
         // the end that follows it is scored.
         let mut rows: Vec<Vec<f32>> = Vec::new();
