@@ -12,12 +12,17 @@ pub struct Scored {
     pub valid: bool,
 }
 
+/// The floor of a planner that accepts no plan of its own: confidences are log-probabilities
+/// (<= 0), so none reaches it. An uncertified guarantee, a planner saved before its calibration
+/// and an empty calibration split hold it; the gate names it instead of printing the number.
+pub const ACCEPTS_NOTHING: f32 = f32::MAX;
+
 /// Fit the lowest floor whose accepted plans (valid, confidence >= floor) reach
 /// `target_precision` on `calibration`. With 1.0 that is mixle's rule: no wrong plan accepted.
 pub fn fit_floor(calibration: &[Scored], target_precision: f64) -> f32 {
     let mut valid: Vec<&Scored> = calibration.iter().filter(|s| s.valid).collect();
     if valid.is_empty() {
-        return f32::MAX;
+        return ACCEPTS_NOTHING;
     }
     valid.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
     let (mut accepted, mut correct) = (0usize, 0usize);

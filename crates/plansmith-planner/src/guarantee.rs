@@ -291,8 +291,7 @@ fn learn_then_test(t: &Thresholds, n: usize, rule: FloorRule, alpha: f64, delta:
         },
         None => FloorFit {
             rule,
-            // Confidences are log-probabilities (<= 0): nothing reaches this floor.
-            floor: f32::MAX,
+            floor: crate::calibrate::ACCEPTS_NOTHING,
             calibration: n,
             accepted: 0,
             wrong: 0,

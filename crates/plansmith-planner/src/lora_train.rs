@@ -515,7 +515,7 @@ pub fn train_lora(
     // a run stopped there leaves a planner that `calibrate` can finish, not only the staging
     // copy. Until its floor is fitted it accepts nothing, so it never answers uncertified.
     let floor_after = planner.settings.conf_floor;
-    planner.set_floor(f32::MAX);
+    planner.set_floor(crate::calibrate::ACCEPTS_NOTHING);
     planner.save(out)?;
     drop(planner);
     // From here the saved copy is the planner's adapter; the staging copy goes.

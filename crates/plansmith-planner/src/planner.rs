@@ -1096,10 +1096,8 @@ impl Planner {
             Some("token budget reached: the reply was cut off and closed early".into())
         } else if let Some(v) = decoded.violations.first() {
             Some(format!("invalid plan: {v}"))
-        } else if self.settings.conf_floor == f32::MAX {
-            // What an uncertified guarantee or a planner saved before its calibration holds:
-            // no confidence reaches it, and "below floor 340282346638528859811704183484516925440"
-            // would tell the user nothing.
+        } else if self.settings.conf_floor == crate::calibrate::ACCEPTS_NOTHING {
+            // "below floor 340282346638528859811704183484516925440" would tell the user nothing.
             Some(format!(
                 "confidence {confidence:.4}, but this planner accepts nothing: no floor is \
                  certified for it (not calibrated yet, or its calibration split could not \

@@ -362,7 +362,8 @@ pub fn run(args: BfclArgs) -> anyhow::Result<Outcome> {
         }
         None => (None, Default::default()),
     };
-    let bar = (!args.json).then(|| crate::progress::bar(items.len() as u64, "BFCL"));
+    // Progress goes to stderr with --json too (the report is stdout's).
+    let bar = crate::progress::bar(items.len() as u64, "BFCL");
     let run = run_eval_resuming(
         subject.as_mut(),
         &items,
@@ -373,20 +374,16 @@ pub fn run(args: BfclArgs) -> anyhow::Result<Outcome> {
             None => Ok(()),
         },
         |p| {
-            if let Some(b) = &bar {
-                let message = format!(
-                    "accuracy {:.1}%",
-                    100.0 * p.correct as f64 / p.done.max(1) as f64
-                );
-                b.set_position(p.done as u64);
-                crate::progress::log_when_hidden(b, p.done as u64, p.total as u64, &message);
-                b.set_message(message);
-            }
+            let message = format!(
+                "accuracy {:.1}%",
+                100.0 * p.correct as f64 / p.done.max(1) as f64
+            );
+            bar.set_position(p.done as u64);
+            crate::progress::log_when_hidden(&bar, p.done as u64, p.total as u64, &message);
+            bar.set_message(message);
         },
     )?;
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    bar.finish_and_clear();
     let report = &run.report;
     if let Some(out) = &args.out {
         let write = |file: &str, text: &str| {

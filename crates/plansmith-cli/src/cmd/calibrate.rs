@@ -70,6 +70,12 @@ pub struct CalibrateArgs {
     /// planner's.
     #[arg(long)]
     confidence: Option<String>,
+    /// Which argument values the planner must copy from the request from now on: `none` or
+    /// `free-strings` (every string without enum / pattern / format, and every number without
+    /// enum, is a span of the request's words), as `plan --copy`. The floor is refitted under
+    /// it and planner.json records it. Default: keep the planner's.
+    #[arg(long, value_enum, value_name = "WHICH")]
+    copy: Option<super::plan::CopyValues>,
     #[command(flatten)]
     floor: FloorArgs,
     /// Write the recalibrated planner here (default: replace --planner, atomically).
@@ -82,6 +88,9 @@ pub struct CalibrateArgs {
 pub fn run(args: CalibrateArgs) -> anyhow::Result<Outcome> {
     let rule = args.floor.rule()?;
     let mut planner = Planner::load(&args.planner)?;
+    if let Some(copy) = args.copy {
+        planner.settings.policy = copy.policy();
+    }
     let modes = match &args.confidence {
         Some(name) => super::train::confidence_modes(name)?,
         None => vec![planner.settings.confidence],
@@ -102,7 +111,8 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<Outcome> {
         args.calibration.display()
     );
     planner.meta.test = None;
-    let bar = (!args.json).then(|| crate::progress::bar(0, "calibrating"));
+    // Progress goes to stderr with --json too (the report is stdout's).
+    let bar = Some(crate::progress::bar(0, "calibrating"));
     calibrate_and_test_choosing(
         &mut planner,
         &splits,

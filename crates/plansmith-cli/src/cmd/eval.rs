@@ -75,15 +75,14 @@ fn traces(args: TracesArgs) -> anyhow::Result<Outcome> {
     }
     let traces = read_traces(&args.data)?;
     let items = items(&traces)?;
-    let bar = (!args.json).then(|| crate::progress::bar(items.len() as u64, "planning"));
-    let (summary, judged) = evaluate(&planner, &items, args.free, |done, _| {
-        if let Some(b) = &bar {
-            b.set_position(done as u64);
-        }
+    // Progress goes to stderr with --json too: the report is stdout's, and a long run in the
+    // background logs where it is.
+    let bar = crate::progress::bar(items.len() as u64, "planning");
+    let (summary, judged) = evaluate(&planner, &items, args.free, |done, total| {
+        bar.set_position(done as u64);
+        crate::progress::log_when_hidden(&bar, done as u64, total as u64, "planned");
     })?;
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    bar.finish_and_clear();
     let report = serde_json::json!({
         "n": summary.n, "agreement": summary.agreement, "coverage": summary.coverage,
         "silent_wrong": summary.silent_wrong, "escalation_rate": summary.escalation_rate,
@@ -161,15 +160,12 @@ fn cascade_traces(args: TracesArgs) -> anyhow::Result<Outcome> {
     );
     let planner = super::plan::load_model(&args.model)?;
     let items = items(&read_traces(&args.data)?)?;
-    let bar = (!args.json).then(|| crate::progress::bar(items.len() as u64, "planning"));
-    let report = plansmith_planner::eval::evaluate_cascade(&planner, &items, |done, _| {
-        if let Some(b) = &bar {
-            b.set_position(done as u64);
-        }
+    let bar = crate::progress::bar(items.len() as u64, "planning");
+    let report = plansmith_planner::eval::evaluate_cascade(&planner, &items, |done, total| {
+        bar.set_position(done as u64);
+        crate::progress::log_when_hidden(&bar, done as u64, total as u64, "planned");
     })?;
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    bar.finish_and_clear();
     if let Some(dir) = &args.out {
         write_report(dir, &report)?;
     }

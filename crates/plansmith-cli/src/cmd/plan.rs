@@ -58,6 +58,15 @@ pub enum CopyValues {
     FreeStrings,
 }
 
+impl CopyValues {
+    pub fn policy(self) -> plansmith_core::Policy {
+        match self {
+            CopyValues::None => plansmith_core::Policy::default(),
+            CopyValues::FreeStrings => plansmith_core::Policy::copy_free_strings(),
+        }
+    }
+}
+
 /// Which model plans.
 #[derive(Args, Clone)]
 pub struct ModelArgs {
@@ -198,9 +207,7 @@ pub fn load_model(args: &ModelArgs) -> anyhow::Result<Planner> {
                 Some(dir) => plansmith_planner::lora_train::AdapterPrompt::load(dir)?,
                 None => None,
             };
-            if args.copy == CopyValues::FreeStrings {
-                settings.policy = plansmith_core::Policy::copy_free_strings();
-            }
+            settings.policy = args.copy.policy();
             let syntax = match args.reply_format {
                 // An adapter learnt the format it records, else (PEFT's own) the JSON array.
                 ReplyFormat::Auto if args.lora.is_some() => {
