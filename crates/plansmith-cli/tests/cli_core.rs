@@ -367,6 +367,35 @@ fn train_reads_traces_as_it_goes() {
     let refit: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(refit["floor_fit"]["rule"], "empirical", "{refit}");
     assert_eq!(refit["floor_fit"]["certified"], true, "{refit}");
+    // A finished calibration leaves no journal behind in the planner it read.
+    assert!(!std::path::Path::new(&out)
+        .join("calibration-journal.jsonl")
+        .exists());
+    // `--copy` refits under another copy policy, which the new planner.json records (the
+    // tiny planner copies free strings; `none` lifts that) and the source keeps its own.
+    let uncopied = d("planner-no-copy");
+    let o = plansmith(&[
+        "calibrate",
+        "--planner",
+        &out,
+        "--calibration",
+        &cal_file,
+        "--out",
+        &uncopied,
+        "--target-precision",
+        "1",
+        "--copy",
+        "none",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let policy = |dir: &str| {
+        let m: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(format!("{dir}/planner.json")).unwrap())
+                .unwrap();
+        m["policy"]["copy"]["rule"].clone()
+    };
+    assert_eq!(policy(&uncopied), "none");
+    assert_eq!(policy(&out), "free_strings");
     // `--confidence auto` lets the split choose among the three scores, and says so; an
     // unknown score is refused with the choices.
     let o = plansmith(

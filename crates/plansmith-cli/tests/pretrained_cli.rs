@@ -457,6 +457,11 @@ fn stopping_train_during_calibration_keeps_the_trained_planner() {
         .filter(|n| n.contains("tmp"))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
+    // What was judged before the stop is journaled beside the planner, and `calibrate` goes
+    // on from it (its calibration file starts with the same traces), then removes it.
+    assert!(rest.contains("calibration-journal.jsonl"), "{rest}");
+    let journal = dir.join("planner/calibration-journal.jsonl");
+    assert!(journal.exists());
     let o = plansmith(&[
         "calibrate",
         "--planner",
@@ -468,6 +473,15 @@ fn stopping_train_during_calibration_keeps_the_trained_planner() {
         "--json",
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("resuming: "),
+        "{}",
+        text(&o.stderr)
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(text(&o.stdout).lines().last().unwrap()).unwrap();
+    assert!(report["resumed"].as_u64().unwrap() >= 1, "{report}");
+    assert!(!journal.exists());
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("planner/planner.json")).unwrap())
             .unwrap();

@@ -21,6 +21,7 @@ pub mod dir;
 mod error;
 pub mod eval;
 pub mod guarantee;
+pub mod journal;
 pub mod llama;
 pub mod lora_train;
 pub mod planner;

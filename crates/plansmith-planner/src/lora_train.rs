@@ -17,10 +17,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::ModelBackend;
 use crate::error::PlannerError;
+use crate::journal::{self, Journal};
 use crate::planner::Planner;
 use crate::prompt;
 use crate::settings::PlannerSettings;
-use crate::train::{calibrate_and_test_choosing, trace_catalog, Splits};
+use crate::train::{calibrate_and_test_journaled, trace_catalog, Splits};
 
 /// What to tune and how long.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -522,13 +523,20 @@ pub fn train_lora(
     let _ = std::fs::remove_dir_all(&staging);
     let mut planner = Planner::load(out)?;
     planner.set_floor(floor_after);
-    calibrate_and_test_choosing(
+    // Each judged request is journaled in `out`: a run stopped during calibration leaves
+    // them for `plansmith calibrate` to go on from (the save below replaces the directory,
+    // journal and all, once calibration is done).
+    crate::train::prepare_for_calibration(&mut planner);
+    let mut journal = Journal::open(&out.join(journal::FILE), &journal::fingerprint(&planner)?)?;
+    calibrate_and_test_journaled(
         &mut planner,
         splits,
         spec.floor,
         &spec.confidence,
+        Some(&mut journal),
         eval_progress,
     )?;
+    drop(journal);
     // Saving over `out` copies its adapter into a fresh directory that replaces it atomically.
     planner.save(out)?;
     let chart = crate::chart::loss_svg(

@@ -11,8 +11,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::calibrate::gate_metrics;
 use crate::error::PlannerError;
-use crate::eval::{evaluate, items, scored};
+use crate::eval::{items, judge};
 use crate::guarantee::FloorRule;
+use crate::journal::{trace_digest, Journal, Verdict};
 use crate::planner::Planner;
 use crate::prompt;
 use crate::settings::{ConfidenceMode, PlannerMeta, PlannerSettings};
@@ -372,25 +373,45 @@ pub fn calibrate_and_test_choosing(
     splits: &Splits,
     rule: FloorRule,
     modes: &[ConfidenceMode],
+    eval_progress: impl FnMut(&str, usize, usize),
+) -> Result<(), PlannerError> {
+    calibrate_and_test_journaled(planner, splits, rule, modes, None, eval_progress)
+}
+
+/// [`calibrate_and_test_choosing`], with every judged request appended to `journal` as it is
+/// judged and every request the journal already holds taken from it instead of decoded: a
+/// stopped calibration resumes ([`crate::journal`]). The journal must have been opened with
+/// this planner's fingerprint *after* any setting changed here (`end_scored`), which
+/// [`prepare_for_calibration`] does first.
+pub fn calibrate_and_test_journaled(
+    planner: &mut Planner,
+    splits: &Splits,
+    rule: FloorRule,
+    modes: &[ConfidenceMode],
+    mut journal: Option<&mut Journal>,
     mut eval_progress: impl FnMut(&str, usize, usize),
 ) -> Result<(), PlannerError> {
     // A guarantee with no calibration data certifies nothing, and says so; the empirical rule
     // with none leaves the planner's floor as it was.
     let guaranteed = matches!(rule, FloorRule::Guaranteed { .. });
     if !splits.calibration.is_empty() || guaranteed {
-        // A floor refitted here is fitted on today's scoring, the reply's chosen end included,
-        // whatever the planner was calibrated with before.
-        planner.settings.end_scored = true;
-        let cal = items(&splits.calibration)?;
-        let (_, judged) = evaluate(planner, &cal, false, |d, n| {
-            eval_progress("calibration", d, n)
-        })?;
+        prepare_for_calibration(planner);
+        let judged = verdicts(
+            planner,
+            &splits.calibration,
+            "calibration",
+            journal.as_deref_mut(),
+            &mut eval_progress,
+        )?;
         let modes = if modes.is_empty() {
             vec![planner.settings.confidence]
         } else {
             modes.to_vec()
         };
-        let per_mode: Vec<Vec<_>> = modes.iter().map(|&m| scored(&judged, m)).collect();
+        let per_mode: Vec<Vec<_>> = modes
+            .iter()
+            .map(|&m| judged.iter().map(|v| v.scored(m)).collect())
+            .collect();
         let (chosen, fit) = crate::guarantee::fit_best(&per_mode, rule);
         planner.settings.confidence = modes[chosen];
         planner.set_floor(fit.floor);
@@ -399,14 +420,57 @@ pub fn calibrate_and_test_choosing(
     }
     let mode = planner.settings.confidence;
     if !splits.test.is_empty() {
-        let test = items(&splits.test)?;
-        let (_, judged) = evaluate(planner, &test, false, |d, n| eval_progress("test", d, n))?;
-        planner.meta.test = Some(gate_metrics(
-            &scored(&judged, mode),
-            planner.settings.conf_floor,
-        ));
+        let judged = verdicts(planner, &splits.test, "test", journal, &mut eval_progress)?;
+        let scored: Vec<_> = judged.iter().map(|v| v.scored(mode)).collect();
+        planner.meta.test = Some(gate_metrics(&scored, planner.settings.conf_floor));
     }
     Ok(())
+}
+
+/// What calibration changes in a planner before it decodes anything: a floor refitted here is
+/// fitted on today's scoring, the reply's chosen end included, whatever the planner was
+/// calibrated with before.
+pub fn prepare_for_calibration(planner: &mut Planner) {
+    planner.settings.end_scored = true;
+}
+
+/// Each trace judged by `planner` (or taken from the journal, which gains what is judged here).
+fn verdicts(
+    planner: &Planner,
+    traces: &[Trace],
+    stage: &str,
+    mut journal: Option<&mut Journal>,
+    progress: &mut impl FnMut(&str, usize, usize),
+) -> Result<Vec<Verdict>, PlannerError> {
+    let items = items(traces)?;
+    let mut out = Vec::with_capacity(items.len());
+    for (i, (trace, item)) in traces.iter().zip(&items).enumerate() {
+        let key = journal.as_ref().map(|_| trace_digest(trace));
+        let known = match (&journal, &key) {
+            (Some(j), Some(k)) => j.get(stage, i, k),
+            _ => None,
+        };
+        let verdict = match known {
+            Some(v) => v,
+            None => {
+                let judged = judge(planner, item).map_err(|e| match e {
+                    // A trace's own catalog: say which trace carries it.
+                    PlannerError::CatalogTooLong { .. } if item.catalog.is_some() => {
+                        PlannerError::EvalData(format!("trace {}: {e}", i + 1))
+                    }
+                    e => e,
+                })?;
+                let v = Verdict::of(&judged);
+                if let (Some(j), Some(k)) = (journal.as_deref_mut(), &key) {
+                    j.record(stage, i, k, v)?;
+                }
+                v
+            }
+        };
+        out.push(verdict);
+        progress(stage, i + 1, items.len());
+    }
+    Ok(out)
 }
 
 /// Requests shared between two splits (should be empty).

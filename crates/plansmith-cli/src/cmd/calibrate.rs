@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 use plansmith_core::trace::read_traces;
-use plansmith_planner::train::{calibrate_and_test_choosing, Splits};
+use plansmith_planner::journal::{self, Journal};
+use plansmith_planner::train::{calibrate_and_test_journaled, prepare_for_calibration, Splits};
 use plansmith_planner::{FloorRule, Planner};
 
 use crate::Outcome;
@@ -44,7 +45,9 @@ impl FloorArgs {
 /// Print what the fitted floor promises; a floor that certifies nothing goes to stderr.
 pub fn print_floor_fit(planner: &Planner) {
     if let Some(fit) = &planner.meta.floor_fit {
-        if fit.certified {
+        // A floor that accepts no calibration plan (an empirical rule the planner never met)
+        // answers nothing either: as loud as an uncertified one.
+        if fit.certified && fit.accepted > 0 {
             println!("{}", fit.summary());
         } else {
             eprintln!("warning: {}", fit.summary());
@@ -81,6 +84,12 @@ pub struct CalibrateArgs {
     /// Write the recalibrated planner here (default: replace --planner, atomically).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Judge every request anew. By default each judged request is journaled in
+    /// PLANNER/calibration-journal.jsonl as it is judged, and a run that stopped (Ctrl-C, a
+    /// crash, a stopped `train --base`) goes on from the requests it had judged, as long as
+    /// the planner and its settings are the same; the journal goes once the planner is saved.
+    #[arg(long)]
+    restart: bool,
     #[arg(long)]
     json: bool,
 }
@@ -111,27 +120,53 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<Outcome> {
         args.calibration.display()
     );
     planner.meta.test = None;
+    prepare_for_calibration(&mut planner);
+    let journal_path = args.planner.join(journal::FILE);
+    if args.restart {
+        let _ = std::fs::remove_file(&journal_path);
+    }
+    let mut journal = match Journal::open(&journal_path, &journal::fingerprint(&planner)?) {
+        Ok(j) => Some(j),
+        Err(e) => {
+            eprintln!("warning: no journal ({e}): a run stopped now starts over");
+            None
+        }
+    };
+    if let Some(journal) = journal.as_ref().filter(|j| !j.is_empty()) {
+        eprintln!(
+            "resuming: {} requests already judged in {} (--restart judges them again)",
+            journal.len(),
+            journal_path.display()
+        );
+    }
     // Progress goes to stderr with --json too (the report is stdout's).
     let bar = Some(crate::progress::bar(0, "calibrating"));
-    calibrate_and_test_choosing(
+    calibrate_and_test_journaled(
         &mut planner,
         &splits,
         rule,
         &modes,
+        journal.as_mut(),
         crate::progress::stages(&bar),
     )?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+    // Requests read back from the journal instead of decoded.
+    let resumed = journal.as_ref().map_or(0, Journal::reused);
+    drop(journal);
     let out = args.out.as_ref().unwrap_or(&args.planner);
     planner.save(out)?;
+    // Saved over --planner, the directory was replaced and the journal went with it; saved
+    // elsewhere, the source's journal has done its work.
+    let _ = std::fs::remove_file(&journal_path);
     let meta = &planner.meta;
     if args.json {
         println!(
             "{}",
             serde_json::json!({"out": out, "conf_floor": planner.settings.conf_floor,
                 "confidence": planner.settings.confidence,
-                "floor_fit": meta.floor_fit,
+                "floor_fit": meta.floor_fit, "resumed": resumed,
                 "calibration": meta.calibration, "test": meta.test})
         );
     } else {

@@ -643,9 +643,11 @@ fn calibration_stages<'a>(
             say(format!(
                 "stopped during {stage}: the trained planner is saved in {} with no floor yet \
                  (it accepts nothing); fit one with `plansmith calibrate --planner {} \
-                 --calibration FILE`",
+                 --calibration FILE`, which goes on from the requests judged so far \
+                 where FILE holds them (they are journaled in {})",
                 out.display(),
-                out.display()
+                out.display(),
+                out.join(plansmith_planner::journal::FILE).display()
             ));
             std::process::exit(1);
         }
