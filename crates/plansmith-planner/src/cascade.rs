@@ -19,7 +19,10 @@
 //! would accept them too (scoring the plan, not decoding it); the others go on to that hop.
 //!
 //! A hop's floor is its planner's own (as calibrated), a number (`floor`), or refitted at load
-//! under the guaranteed rule on `calibration` (`max_wrong`, `certainty`). Relative paths are
+//! under the guaranteed rule on `calibration` (`max_wrong`, `certainty`). The verdicts of a
+//! refit are kept beside the calibration file (`CAL.HOP.journal.jsonl`, [`crate::journal`]), so
+//! the next load of the same hop refits from them instead of decoding every request again (a
+//! pretrained hop takes tens of minutes on a thousand). Relative paths are
 //! read from the cascade file's directory. Every hop plans against the first hop's catalog
 //! (or the request's): a hop that cannot read that catalog is refused at load.
 
@@ -31,10 +34,11 @@ use serde::Deserialize;
 
 use crate::error::PlannerError;
 use crate::guarantee::{FloorFit, FloorRule};
+use crate::journal::{self, Journal};
 use crate::planner::Planner;
 use crate::remote::{BackendSpec, RemoteEngine};
 use crate::settings::PlannerSettings;
-use crate::train::{calibrate_and_test, Splits};
+use crate::train::{calibrate_and_test_journaled, prepare_for_calibration, Splits};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -100,10 +104,22 @@ pub struct HopSpec {
 pub struct Cascade {
     pub planner: Planner,
     pub fits: Vec<(String, FloorFit)>,
+    /// What a user should know about the load that is not an error: a refit that could not
+    /// keep its verdicts, how many it read back.
+    pub notes: Vec<String>,
 }
 
 /// Read and check a cascade file, load every hop, and chain them.
 pub fn load(path: &Path) -> Result<Cascade, PlannerError> {
+    load_with_progress(path, |_, _, _| {})
+}
+
+/// [`load`], telling `progress` (hop name, requests judged, requests) as a hop's floor is
+/// refitted on its calibration traces.
+pub fn load_with_progress(
+    path: &Path,
+    mut progress: impl FnMut(&str, usize, usize),
+) -> Result<Cascade, PlannerError> {
     let bad = |message: String| PlannerError::Cascade {
         path: path.display().to_string(),
         message,
@@ -195,6 +211,7 @@ pub fn load(path: &Path) -> Result<Cascade, PlannerError> {
     }
     let mut planners = Vec::new();
     let mut fits = Vec::new();
+    let mut notes = Vec::new();
     for (i, hop) in file.hops.iter().enumerate() {
         let name = hop.name.clone().unwrap_or_else(|| format!("hop{}", i + 1));
         let at = |m: String| bad(format!("hops[{i}] ({name}): {m}"));
@@ -245,7 +262,33 @@ pub fn load(path: &Path) -> Result<Cascade, PlannerError> {
                 calibration: read_traces(resolve(cal))?,
                 test: Vec::new(),
             };
-            calibrate_and_test(&mut planner, &splits, hop_rule(hop), |_, _, _| {})?;
+            prepare_for_calibration(&mut planner);
+            let journal_path = journal_beside(&resolve(cal), &name);
+            let mut journal = match Journal::open(&journal_path, &journal::fingerprint(&planner)?) {
+                Ok(j) => Some(j),
+                Err(e) => {
+                    notes.push(format!(
+                        "hop {name}: its calibration verdicts are not kept ({e}); the next load judges every request again"
+                    ));
+                    None
+                }
+            };
+            let mode = planner.settings.confidence;
+            calibrate_and_test_journaled(
+                &mut planner,
+                &splits,
+                hop_rule(hop),
+                &[mode],
+                journal.as_mut(),
+                |_, done, total| progress(&name, done, total),
+            )?;
+            if let Some(j) = journal.as_ref().filter(|j| j.reused() > 0) {
+                notes.push(format!(
+                    "hop {name}: {} calibration verdicts read back from {}",
+                    j.reused(),
+                    j.path().display()
+                ));
+            }
             if let Some(fit) = planner.meta.floor_fit.clone() {
                 fits.push((name.clone(), fit));
             }
@@ -278,7 +321,17 @@ pub fn load(path: &Path) -> Result<Cascade, PlannerError> {
     Ok(Cascade {
         planner: chain,
         fits,
+        notes,
     })
+}
+
+/// Where a hop's calibration verdicts are kept: beside its calibration file, named by the hop.
+fn journal_beside(calibration: &Path, hop: &str) -> PathBuf {
+    let name = calibration
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    calibration.with_file_name(format!("{name}.{hop}.journal.jsonl"))
 }
 
 fn hop_rule(hop: &HopSpec) -> FloorRule {

@@ -227,6 +227,26 @@ fn a_hop_refits_its_floor_under_the_guarantee_and_refuses_when_it_cannot_certify
         o.escalated,
         "a hop that cannot certify its rate accepts nothing"
     );
+    // The refit's verdicts are kept beside the calibration file; the next load reads them
+    // back instead of decoding and fits the same floor.
+    assert!(dir.join("cal.jsonl.hop1.journal.jsonl").exists());
+    assert!(c.notes.is_empty(), "{:?}", c.notes);
+    let mut seen = 0;
+    let again = cascade::load_with_progress(&path, |hop, done, _| {
+        assert_eq!(hop, "hop1");
+        seen = done;
+    })
+    .unwrap();
+    assert_eq!(seen, 20, "progress reaches every calibration request");
+    assert_eq!(again.fits, c.fits);
+    assert!(
+        again
+            .notes
+            .iter()
+            .any(|n| n.contains("20 calibration verdicts read back")),
+        "{:?}",
+        again.notes
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -157,7 +157,20 @@ pub struct GateArgs {
 /// The model alone (no floor override, no teacher).
 pub fn load_model(args: &ModelArgs) -> anyhow::Result<Planner> {
     if let Some(path) = &args.cascade {
-        let cascade = plansmith_planner::cascade::load(path)?;
+        // A hop refitted on calibration traces at load decodes each of them (minutes for a
+        // pretrained hop the first time): say so as it goes.
+        let bar = Some(crate::progress::bar(0, "calibrating"));
+        let mut stages = crate::progress::stages(&bar);
+        let cascade = plansmith_planner::cascade::load_with_progress(path, |hop, done, total| {
+            stages(&format!("calibrating hop {hop}"), done, total)
+        })?;
+        drop(stages);
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        for note in &cascade.notes {
+            eprintln!("{note}");
+        }
         for (hop, fit) in &cascade.fits {
             let line = format!("cascade hop {hop}: {}", fit.summary());
             if fit.certified {
