@@ -63,6 +63,17 @@ pub fn judge(planner: &Planner, item: &Item) -> Result<Judged, PlannerError> {
     Ok(Judged { decoded, correct })
 }
 
+/// [`judge`] the `index`th item of a trace file: a catalog of the trace's own that is too long
+/// for the planner names the trace.
+pub fn judge_trace(planner: &Planner, item: &Item, index: usize) -> Result<Judged, PlannerError> {
+    judge(planner, item).map_err(|e| match e {
+        PlannerError::CatalogTooLong { .. } if item.catalog.is_some() => {
+            PlannerError::EvalData(format!("trace {}: {e}", index + 1))
+        }
+        e => e,
+    })
+}
+
 pub fn scored(judged: &[Judged], mode: ConfidenceMode) -> Vec<Scored> {
     judged
         .iter()
@@ -110,13 +121,7 @@ pub fn evaluate(
     let mut latencies = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let t = std::time::Instant::now();
-        judged.push(judge(planner, item).map_err(|e| match e {
-            // A trace's own catalog: say which trace carries it.
-            PlannerError::CatalogTooLong { .. } if item.catalog.is_some() => {
-                PlannerError::EvalData(format!("trace {}: {e}", i + 1))
-            }
-            e => e,
-        })?);
+        judged.push(judge_trace(planner, item, i)?);
         latencies.push(t.elapsed().as_secs_f64() * 1e3);
         progress(i + 1, items.len());
     }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::calibrate::gate_metrics;
 use crate::error::PlannerError;
-use crate::eval::{items, judge};
+use crate::eval::{items, judge_trace};
 use crate::guarantee::FloorRule;
 use crate::journal::{trace_digest, Journal, Verdict};
 use crate::planner::Planner;
@@ -453,14 +453,7 @@ fn verdicts(
         let verdict = match known {
             Some(v) => v,
             None => {
-                let judged = judge(planner, item).map_err(|e| match e {
-                    // A trace's own catalog: say which trace carries it.
-                    PlannerError::CatalogTooLong { .. } if item.catalog.is_some() => {
-                        PlannerError::EvalData(format!("trace {}: {e}", i + 1))
-                    }
-                    e => e,
-                })?;
-                let v = Verdict::of(&judged);
+                let v = Verdict::of(&judge_trace(planner, item, i)?);
                 if let (Some(j), Some(k)) = (journal.as_deref_mut(), &key) {
                     j.record(stage, i, k, v)?;
                 }
